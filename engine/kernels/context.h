@@ -1,0 +1,23 @@
+/**
+ * @file context.h
+ * @brief What every CPU kernel is given: the thread pool and the reduction mode.
+ */
+#pragma once
+
+namespace servelab {
+
+class ThreadPool;
+
+/// Execution settings passed to every kernel call.
+struct KernelContext {
+  ThreadPool* pool = nullptr;  ///< threads to split work over (not owned)
+  /**
+   * When true, every reduction sums in an order fixed by the row alone, so a
+   * row's result does not depend on how many rows share the batch (prefill
+   * vs decode, cache vs no cache, batch of 1 vs 32). When false, GEMMs go to
+   * OpenBLAS, whose blocking, and so rounding, changes with the matrix shape.
+   */
+  bool deterministic = false;
+};
+
+}  // namespace servelab

@@ -1,0 +1,38 @@
+#include "kernels/ops.h"
+
+#include "core/thread_pool.h"
+#include "kernels/math/rmsnorm.h"
+#include "kernels/math/rope.h"
+
+namespace servelab {
+
+void rmsnorm(const KernelContext& ctx, float* out, const float* x, const float* weight, int T, int n, float eps) {
+  ctx.pool->parallel_for(static_cast<std::size_t>(T), [&](std::size_t t0, std::size_t t1) {
+    for (std::size_t t = t0; t < t1; ++t) {
+      const float* row = x + t * n;
+      float* dst = out + t * n;
+      const float inv = rms_inv(row, n, eps);
+      for (int i = 0; i < n; ++i) dst[i] = weight[i] * (row[i] * inv);  // HF: weight * (x * rsqrt(var + eps))
+    }
+  });
+}
+
+void rope(const KernelContext& ctx, float* x, const int* positions, int T, int num_heads, int head_dim,
+          const float* inv_freq) {
+  const std::size_t rows = static_cast<std::size_t>(T) * num_heads;
+  ctx.pool->parallel_for(rows, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) rope_rotate_head(x + r * head_dim, head_dim, inv_freq, positions[r / num_heads]);
+  });
+}
+
+void silu_mul(const KernelContext& ctx, float* out, const float* gate, const float* up, std::size_t n) {
+  ctx.pool->parallel_for(n, [&](std::size_t i0, std::size_t i1) {
+    for (std::size_t i = i0; i < i1; ++i) out[i] = silu(gate[i]) * up[i];
+  });
+}
+
+void add_inplace(float* x, const float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace servelab

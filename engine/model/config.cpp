@@ -1,0 +1,219 @@
+#include "model/config.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace servelab {
+
+const char* arch_name(Arch arch) {
+  return arch == Arch::Qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
+}
+
+std::int64_t ModelConfig::num_parameters() const {
+  const std::int64_t h = hidden_size, q = q_dim(), kv = kv_dim(), f = intermediate_size;
+  std::int64_t per_layer = h * q + 2 * h * kv + q * h  // q, k, v, o projections
+                           + 3 * h * f                 // gate, up, down
+                           + 2 * h;                    // two RMSNorm weights
+  if (attention_bias) per_layer += q + 2 * kv;
+  const std::int64_t embed = static_cast<std::int64_t>(vocab_size) * h;
+  return num_hidden_layers * per_layer + embed + (tie_word_embeddings ? 0 : embed) + h;
+}
+
+const char* ModelConfig::attention_kind() const {
+  if (num_key_value_heads == num_attention_heads) return "MHA";
+  return num_key_value_heads == 1 ? "MQA" : "GQA";
+}
+
+void ModelConfig::validate(const std::string& source) const {
+  auto positive = [&](long long v, const char* field) {
+    check(v > 0, source, ": field ", field, " must be a positive integer, got ", v);
+  };
+  positive(hidden_size, "hidden_size");
+  positive(num_hidden_layers, "num_hidden_layers");
+  positive(num_attention_heads, "num_attention_heads");
+  positive(num_key_value_heads, "num_key_value_heads");
+  positive(head_dim, "head_dim");
+  positive(intermediate_size, "intermediate_size");
+  positive(vocab_size, "vocab_size");
+  positive(max_position_embeddings, "max_position_embeddings");
+  check(num_attention_heads % num_key_value_heads == 0, source, ": num_attention_heads (", num_attention_heads,
+        ") must be a multiple of num_key_value_heads (", num_key_value_heads, ")");
+  check(head_dim % 2 == 0, source, ": head_dim must be even for RoPE, got ", head_dim);
+  check(rope_theta > 0, source, ": rope_theta must be positive, got ", rope_theta);
+  check(rms_norm_eps > 0, source, ": rms_norm_eps must be positive, got ", rms_norm_eps);
+  check(rope_scaling.rope_type == "default" || rope_scaling.rope_type == "llama3", source,
+        ": rope_scaling type '", rope_scaling.rope_type, "' is not supported (expected none, 'default' or 'llama3')");
+  if (rope_scaling.rope_type == "llama3") {
+    check(rope_scaling.factor > 0 && rope_scaling.high_freq_factor > rope_scaling.low_freq_factor &&
+              rope_scaling.original_max_position_embeddings > 0,
+          source, ": rope_scaling llama3 needs factor > 0, high_freq_factor > low_freq_factor and "
+                  "original_max_position_embeddings > 0");
+  }
+}
+
+namespace {
+
+// Reads config[key] as T, naming the file and field when it is missing or of the wrong type.
+template <typename T>
+T field(const nlohmann::json& j, const char* key, const std::string& source) {
+  check(j.contains(key) && !j.at(key).is_null(), source, ": missing required field '", key, "'");
+  const auto& v = j.at(key);
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    check(v.is_number_integer(), source, ": field '", key, "' must be an integer, got ", v.dump());
+  } else if constexpr (std::is_floating_point_v<T>) {
+    check(v.is_number(), source, ": field '", key, "' must be a number, got ", v.dump());
+  } else if constexpr (std::is_same_v<T, bool>) {
+    check(v.is_boolean(), source, ": field '", key, "' must be true or false, got ", v.dump());
+  } else {
+    check(v.is_string(), source, ": field '", key, "' must be a string, got ", v.dump());
+  }
+  return v.get<T>();
+}
+
+// Same as field() but returns `fallback` when the key is absent or null.
+template <typename T>
+T field_or(const nlohmann::json& j, const char* key, T fallback, const std::string& source) {
+  if (!j.contains(key) || j.at(key).is_null()) return fallback;
+  return field<T>(j, key, source);
+}
+
+Arch parse_arch(const nlohmann::json& j, const std::string& source) {
+  std::string name;
+  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+      j["architectures"][0].is_string()) {
+    name = j["architectures"][0].get<std::string>();
+  } else {
+    check(j.contains("model_type") && j["model_type"].is_string(), source,
+          ": missing field 'architectures' (expected [\"Qwen2ForCausalLM\"] or [\"LlamaForCausalLM\"])");
+    const auto type = j["model_type"].get<std::string>();
+    name = type == "qwen2" ? "Qwen2ForCausalLM" : type == "llama" ? "LlamaForCausalLM" : type;
+  }
+  if (name == "Qwen2ForCausalLM") return Arch::Qwen2;
+  if (name == "LlamaForCausalLM") return Arch::Llama;
+  fail(source, ": unsupported architecture '", name, "' (expected Qwen2ForCausalLM or LlamaForCausalLM)");
+}
+
+// transformers 4.x writes rope_theta + rope_scaling; 5.x folds both into rope_parameters.
+void parse_rope(const nlohmann::json& j, ModelConfig& c, const std::string& source) {
+  const nlohmann::json* scaling = nullptr;
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+    scaling = &j["rope_parameters"];
+    c.rope_theta = field_or<double>(*scaling, "rope_theta", 10000.0, source + " rope_parameters");
+  }
+  c.rope_theta = field_or<double>(j, "rope_theta", c.rope_theta, source);
+  if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) scaling = &j["rope_scaling"];
+  if (scaling == nullptr) return;
+  const std::string where = source + " rope scaling";
+  std::string type = field_or<std::string>(*scaling, "rope_type", "", where);
+  if (type.empty()) type = field_or<std::string>(*scaling, "type", "default", where);
+  c.rope_scaling.rope_type = type;
+  if (type != "llama3") return;
+  c.rope_scaling.factor = field<double>(*scaling, "factor", where);
+  c.rope_scaling.low_freq_factor = field<double>(*scaling, "low_freq_factor", where);
+  c.rope_scaling.high_freq_factor = field<double>(*scaling, "high_freq_factor", where);
+  c.rope_scaling.original_max_position_embeddings =
+      field<std::int64_t>(*scaling, "original_max_position_embeddings", where);
+}
+
+}  // namespace
+
+ModelConfig parse_config(const nlohmann::json& j, const std::string& source) {
+  check(j.is_object(), source, ": expected a JSON object at the top level");
+  ModelConfig c;
+  c.name = source;
+  c.arch = parse_arch(j, source);
+  c.hidden_size = field<int>(j, "hidden_size", source);
+  c.num_hidden_layers = field<int>(j, "num_hidden_layers", source);
+  c.num_attention_heads = field<int>(j, "num_attention_heads", source);
+  c.num_key_value_heads = field_or<int>(j, "num_key_value_heads", c.num_attention_heads, source);
+  check(c.num_attention_heads > 0, source, ": field num_attention_heads must be positive, got ",
+        c.num_attention_heads);
+  c.head_dim = field_or<int>(j, "head_dim", c.hidden_size / c.num_attention_heads, source);
+  c.intermediate_size = field<int>(j, "intermediate_size", source);
+  c.vocab_size = field<int>(j, "vocab_size", source);
+  c.max_position_embeddings = field<int>(j, "max_position_embeddings", source);
+  parse_rope(j, c, source);
+  c.rms_norm_eps = field_or<double>(j, "rms_norm_eps", 1e-6, source);
+  c.tie_word_embeddings = field_or<bool>(j, "tie_word_embeddings", false, source);
+  // Qwen2 always has q/k/v biases; Llama has them only when attention_bias says so.
+  c.attention_bias = c.arch == Arch::Qwen2 || field_or<bool>(j, "attention_bias", false, source);
+  std::string dtype = field_or<std::string>(j, "torch_dtype", "", source);
+  if (dtype.empty()) dtype = field_or<std::string>(j, "dtype", "float32", source);
+  c.torch_dtype = parse_dtype(dtype, source + " field torch_dtype");
+  c.validate(source);
+  return c;
+}
+
+ModelConfig load_config(const std::filesystem::path& config_json) {
+  const std::string source = config_json.string();
+  std::ifstream in(config_json);
+  check(in.good(), source, ": cannot open model config (expected a Hugging Face config.json)");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail(source, ": not valid JSON (", e.what(), ")");
+  }
+  return parse_config(j, source);
+}
+
+namespace {
+
+ModelConfig make(const std::string& name, Arch arch, int hidden, int layers, int heads, int kv_heads,
+                 int intermediate, int vocab, int max_pos, double theta, double eps, bool tied) {
+  ModelConfig c;
+  c.name = name;
+  c.arch = arch;
+  c.hidden_size = hidden;
+  c.num_hidden_layers = layers;
+  c.num_attention_heads = heads;
+  c.num_key_value_heads = kv_heads;
+  c.head_dim = hidden / heads;
+  c.intermediate_size = intermediate;
+  c.vocab_size = vocab;
+  c.max_position_embeddings = max_pos;
+  c.rope_theta = theta;
+  c.rms_norm_eps = eps;
+  c.tie_word_embeddings = tied;
+  c.attention_bias = arch == Arch::Qwen2;
+  c.torch_dtype = DType::BF16;
+  return c;
+}
+
+// Shapes copied from each model's published config.json on the Hugging Face Hub.
+const std::vector<ModelConfig>& presets() {
+  static const std::vector<ModelConfig> all = {
+      make("qwen2.5-0.5b", Arch::Qwen2, 896, 24, 14, 2, 4864, 151936, 32768, 1e6, 1e-6, true),
+      make("qwen2.5-1.5b", Arch::Qwen2, 1536, 28, 12, 2, 8960, 151936, 32768, 1e6, 1e-6, true),
+      make("llama-3-8b", Arch::Llama, 4096, 32, 32, 8, 14336, 128256, 8192, 5e5, 1e-5, false),
+      make("llama-3-70b", Arch::Llama, 8192, 80, 64, 8, 28672, 128256, 8192, 5e5, 1e-5, false),
+      // Small shapes so that tests and quick lab runs finish in seconds.
+      make("small", Arch::Qwen2, 256, 4, 8, 2, 704, 8192, 4096, 1e6, 1e-6, true),
+      make("tiny", Arch::Qwen2, 64, 2, 4, 2, 128, 512, 1024, 1e6, 1e-6, true),
+      make("tiny-llama", Arch::Llama, 64, 2, 4, 2, 128, 512, 1024, 5e5, 1e-5, false),
+  };
+  return all;
+}
+
+}  // namespace
+
+ModelConfig preset(const std::string& name) {
+  for (const auto& c : presets())
+    if (c.name == name) return c;
+  std::ostringstream known;
+  for (const auto& n : preset_names()) known << ' ' << n;
+  fail("unknown preset '", name, "' (expected one of:", known.str(), ")");
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const auto& c : presets()) names.push_back(c.name);
+  return names;
+}
+
+}  // namespace servelab

@@ -1,0 +1,91 @@
+/**
+ * @file model.h
+ * @brief The decoder-only transformer (Llama/Qwen2) and its one entry
+ *        point, forward(), over a ragged batch and a KV cache.
+ *
+ * One layer, for the T token rows of a batch:
+ * @verbatim
+ *  x [T, hidden] ─ RMSNorm ─ q,k,v proj (+bias) ─ RoPE(q,k) ─ write k,v to cache
+ *       │                                              └─ GQA attention over cache ─ o proj ─┐
+ *       └──────────────────────────────── + ◄─────────────────────────────────────────────────┘
+ *  x ─ RMSNorm ─ gate,up proj ─ silu(gate)*up ─ down proj ─ + x
+ * @endverbatim
+ * then a final RMSNorm and the LM head on the rows that need logits.
+ */
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/context.h"
+#include "kv/kv_cache.h"
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace servelab {
+
+/// Where the model's ops run.
+enum class Backend { CPU, CUDA };
+
+/// Parses "cpu" or "cuda"; @throws Error naming @p what otherwise.
+Backend parse_backend(const std::string& text, const std::string& what);
+
+/// Engine-wide switches; later labs add theirs here so the whole ladder reads top to bottom.
+struct EngineOptions {
+  Backend backend = Backend::CPU;  ///< where ops run
+  int num_threads = 0;             ///< CPU threads, 0 = all cores
+  /// Batch-invariant reductions (see KernelContext::deterministic); slower prefill.
+  bool deterministic = false;
+};
+
+/// A model ready to run: config, weights and the threads to run them on.
+class Model {
+ public:
+  /**
+   * @brief Takes ownership of @p weights.
+   * @throws Error when the options ask for a backend this build or machine lacks.
+   */
+  Model(ModelConfig config, ModelWeights weights, const EngineOptions& options);
+
+  /// Loads config.json and the safetensors weights of a Hugging Face model folder.
+  static std::unique_ptr<Model> from_pretrained(const std::filesystem::path& dir, const EngineOptions& options);
+  /// Builds a named preset with synthetic weights from @p seed (no download).
+  static std::unique_ptr<Model> from_preset(const std::string& name, std::uint64_t seed, const EngineOptions& options);
+
+  /// Shape and hyper-parameters.
+  const ModelConfig& config() const { return config_; }
+  /// Parameters.
+  const ModelWeights& weights() const { return weights_; }
+  /// Options it runs with.
+  const EngineOptions& options() const { return options_; }
+  /// Toggles batch-invariant reductions for later forward() calls.
+  void set_deterministic(bool on) { options_.deterministic = on; ctx_.deterministic = on; }
+
+  /**
+   * @brief Runs one step over a ragged batch.
+   *
+   * Writes the new tokens' K/V into @p cache at positions
+   * num_computed_tokens .. num_computed_tokens + num_new_tokens - 1 of each
+   * sequence's slot, and attends over everything in the slot up to each token.
+   * @return [batch.logits_indices.size(), vocab_size] logits, row-major.
+   * @throws Error when a token id is outside the vocabulary, a position
+   *         reaches max_position_embeddings, or a slot is too small.
+   */
+  std::vector<float> forward(const Batch& batch, KVCache& cache);
+
+ private:
+  void check_batch(const Batch& batch, const KVCache& cache) const;
+
+  ModelConfig config_;
+  ModelWeights weights_;
+  EngineOptions options_;
+  std::unique_ptr<ThreadPool> pool_;
+  KernelContext ctx_;
+  std::vector<float> inv_freq_;  // [head_dim / 2] RoPE inverse frequencies
+};
+
+}  // namespace servelab

@@ -1,0 +1,93 @@
+/**
+ * @file safetensors.h
+ * @brief Reads Hugging Face safetensors checkpoints: one file, or shards
+ *        listed in model.safetensors.index.json. Files are memory-mapped.
+ *
+ * Format (https://huggingface.co/docs/safetensors):
+ * @verbatim
+ * | u64 little-endian N | N bytes of JSON header | tensor bytes ............ |
+ *   header: {"name": {"dtype": "BF16", "shape": [896, 4864],
+ *                     "data_offsets": [begin, end]}, ..., "__metadata__": {...}}
+ *   offsets are relative to the first byte after the header.
+ * @endverbatim
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace servelab {
+
+/// One tensor's entry in a safetensors header.
+struct TensorEntry {
+  std::string name;                  ///< tensor name, e.g. "model.layers.0.self_attn.q_proj.weight"
+  DType dtype = DType::F32;          ///< stored element type
+  std::vector<std::int64_t> shape;   ///< stored shape
+  const std::byte* data = nullptr;   ///< first byte, inside the mapping
+  std::size_t nbytes = 0;            ///< byte length
+  std::string file;                  ///< file it lives in, for error messages
+};
+
+/// A memory-mapped safetensors file with its parsed, validated header.
+class SafetensorsFile {
+ public:
+  /**
+   * @brief Maps @p path read-only and validates the header against the file size.
+   * @throws Error naming the file when it is missing, too short, has a bad
+   *         header, an unsupported dtype, or a tensor whose bytes run past the
+   *         end of the file (a truncated download).
+   */
+  explicit SafetensorsFile(const std::filesystem::path& path);
+
+  /// Entries by tensor name.
+  const std::map<std::string, TensorEntry>& entries() const { return entries_; }
+  /// Keeps the mapping alive; tensors that view into it share this.
+  const std::shared_ptr<void>& mapping() const { return mapping_; }
+
+ private:
+  std::shared_ptr<void> mapping_;
+  std::map<std::string, TensorEntry> entries_;
+};
+
+/// All tensors of a checkpoint folder (single-file or sharded).
+class Checkpoint {
+ public:
+  /**
+   * @brief Opens `dir/model.safetensors`, or every shard named in
+   *        `dir/model.safetensors.index.json`.
+   * @throws Error naming the folder or file when neither exists, the index is
+   *         malformed, or a shard is unreadable.
+   */
+  explicit Checkpoint(const std::filesystem::path& dir);
+
+  /// True when a tensor of that name exists.
+  bool contains(const std::string& name) const;
+
+  /**
+   * @brief Returns tensor @p name as f32 with shape @p expected.
+   *
+   * An f32 tensor whose bytes are 4-byte aligned is returned as a view into
+   * the mapping (no copy); f16 and bf16 are widened into a new buffer.
+   * @throws Error naming the tensor, its file and the expected shape when it
+   *         is missing or its shape differs.
+   */
+  Tensor load_f32(const std::string& name, const std::vector<std::int64_t>& expected) const;
+
+  /// Number of files opened (1 for a single-file checkpoint).
+  std::size_t num_files() const { return files_.size(); }
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const TensorEntry*> index_;
+  std::map<std::string, const SafetensorsFile*> owner_;
+};
+
+}  // namespace servelab

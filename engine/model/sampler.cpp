@@ -1,0 +1,62 @@
+#include "model/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "core/error.h"
+
+namespace servelab {
+
+void SamplingParams::validate() const {
+  check(temperature >= 0.0f && std::isfinite(temperature), "--temperature must be >= 0, got ", temperature);
+  check(top_k >= 0, "--top-k must be >= 0 (0 disables it), got ", top_k);
+  check(top_p > 0.0f && top_p <= 1.0f, "--top-p must be in (0, 1], got ", top_p);
+}
+
+Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { params_.validate(); }
+
+double Sampler::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+
+std::int32_t argmax(std::span<const float> values) {
+  return static_cast<std::int32_t>(std::max_element(values.begin(), values.end()) - values.begin());
+}
+
+std::int32_t Sampler::sample(std::span<const float> logits) {
+  if (params_.temperature == 0.0f) return argmax(logits);
+  // Candidates sorted by logit, highest first (index breaks ties so the order is total).
+  std::vector<std::int32_t> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  auto higher = [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  std::size_t keep = ids.size();
+  if (params_.top_k > 0 && static_cast<std::size_t>(params_.top_k) < keep) {
+    keep = static_cast<std::size_t>(params_.top_k);
+    std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(), higher);
+  } else {
+    std::sort(ids.begin(), ids.end(), higher);
+  }
+  // Softmax over the survivors at this temperature.
+  std::vector<double> probs(keep);
+  const double top = logits[ids[0]] / params_.temperature;
+  double sum = 0.0;
+  for (std::size_t i = 0; i < keep; ++i) sum += probs[i] = std::exp(logits[ids[i]] / params_.temperature - top);
+  for (auto& p : probs) p /= sum;
+  // Nucleus: the shortest prefix whose mass reaches top_p (always at least one token).
+  if (params_.top_p < 1.0f) {
+    double mass = 0.0;
+    std::size_t n = 0;
+    while (n < keep && mass < params_.top_p) mass += probs[n++];
+    keep = n;
+    for (std::size_t i = 0; i < keep; ++i) probs[i] /= mass;
+  }
+  const double u = uniform();
+  double cdf = 0.0;
+  for (std::size_t i = 0; i < keep; ++i) {
+    cdf += probs[i];
+    if (u < cdf) return ids[i];
+  }
+  return ids[keep - 1];  // u fell in the rounding gap at the very top
+}
+
+}  // namespace servelab

@@ -1,0 +1,52 @@
+/**
+ * @file sampler.h
+ * @brief Picks the next token from logits: greedy, or seeded sampling with
+ *        temperature, top-k and top-p (the knobs of Hugging Face's generate()
+ *        and vLLM's SamplingParams).
+ */
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+
+namespace servelab {
+
+/// How to choose the next token.
+struct SamplingParams {
+  float temperature = 0.0f;  ///< 0 = greedy (argmax); otherwise logits are divided by it
+  int top_k = 0;             ///< keep the k most likely tokens; 0 = all
+  float top_p = 1.0f;        ///< keep the smallest set whose probability reaches p; 1 = all
+  std::uint64_t seed = 0;    ///< random stream of this request
+
+  /**
+   * @brief Checks the ranges, naming the command-line flag that is wrong.
+   * @throws Error for temperature < 0, top_k < 0 or top_p outside (0, 1].
+   */
+  void validate() const;
+};
+
+/// A per-request sampler; deterministic for a given seed on every machine.
+class Sampler {
+ public:
+  /// Validates @p params and seeds the stream.
+  explicit Sampler(const SamplingParams& params);
+
+  /**
+   * @brief Chooses a token.
+   * @param logits [vocab] scores of the next token.
+   * @return the token id; ties in greedy mode go to the lowest id.
+   */
+  std::int32_t sample(std::span<const float> logits);
+
+ private:
+  double uniform();  // [0, 1) from 53 random bits, the same on every standard library
+
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+};
+
+/// Index of the largest value, lowest index on ties.
+std::int32_t argmax(std::span<const float> values);
+
+}  // namespace servelab

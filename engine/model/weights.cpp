@@ -1,0 +1,118 @@
+#include "model/weights.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "model/safetensors.h"
+
+namespace servelab {
+
+std::string layer_tensor_name(int layer, const char* suffix) {
+  return "model.layers." + std::to_string(layer) + "." + suffix;
+}
+
+namespace {
+
+// One decoder block's tensors: name suffix, shape, and where it goes.
+struct Slot {
+  const char* suffix;
+  std::vector<std::int64_t> shape;
+  Tensor LayerWeights::*member;
+  bool is_bias;
+};
+
+std::vector<Slot> layer_slots(const ModelConfig& c) {
+  const std::int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), f = c.intermediate_size;
+  return {
+      {"input_layernorm.weight", {h}, &LayerWeights::input_layernorm, false},
+      {"self_attn.q_proj.weight", {q, h}, &LayerWeights::q_proj, false},
+      {"self_attn.k_proj.weight", {kv, h}, &LayerWeights::k_proj, false},
+      {"self_attn.v_proj.weight", {kv, h}, &LayerWeights::v_proj, false},
+      {"self_attn.q_proj.bias", {q}, &LayerWeights::q_bias, true},
+      {"self_attn.k_proj.bias", {kv}, &LayerWeights::k_bias, true},
+      {"self_attn.v_proj.bias", {kv}, &LayerWeights::v_bias, true},
+      {"self_attn.o_proj.weight", {h, q}, &LayerWeights::o_proj, false},
+      {"post_attention_layernorm.weight", {h}, &LayerWeights::post_attention_layernorm, false},
+      {"mlp.gate_proj.weight", {f, h}, &LayerWeights::gate_proj, false},
+      {"mlp.up_proj.weight", {f, h}, &LayerWeights::up_proj, false},
+      {"mlp.down_proj.weight", {h, f}, &LayerWeights::down_proj, false},
+  };
+}
+
+// SplitMix64: a counter-based generator, so element i needs no state from i-1.
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
+
+// Fills a tensor with offset + uniform noise of standard deviation `stddev`, keyed by (seed, name, index).
+Tensor synthetic(const std::string& name, std::vector<std::int64_t> shape, float offset, float stddev,
+                 std::uint64_t seed, ThreadPool& pool) {
+  Tensor t = Tensor::zeros(DType::F32, std::move(shape));
+  float* out = t.as<float>();
+  const std::uint64_t key = splitmix64(seed ^ fnv1a(name));
+  const float half_width = stddev * std::sqrt(3.0f);  // uniform on [-a, a] has std a/sqrt(3)
+  pool.parallel_for(static_cast<std::size_t>(t.numel()), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const double u = static_cast<double>(splitmix64(key + i) >> 11) * 0x1.0p-53;  // [0, 1)
+      out[i] = offset + half_width * static_cast<float>(2.0 * u - 1.0);
+    }
+  });
+  return t;
+}
+
+}  // namespace
+
+ModelWeights load_weights(const ModelConfig& c, const std::filesystem::path& dir) {
+  Checkpoint ckpt(dir);
+  const std::int64_t v = c.vocab_size, h = c.hidden_size;
+  ModelWeights w;
+  w.embed_tokens = ckpt.load_f32("model.embed_tokens.weight", {v, h});
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    LayerWeights lw;
+    for (const Slot& s : layer_slots(c)) {
+      if (s.is_bias && !c.attention_bias) continue;
+      lw.*s.member = ckpt.load_f32(layer_tensor_name(l, s.suffix), s.shape);
+    }
+    w.layers.push_back(std::move(lw));
+  }
+  w.norm = ckpt.load_f32("model.norm.weight", {h});
+  w.lm_head = c.tie_word_embeddings ? w.embed_tokens : ckpt.load_f32("lm_head.weight", {v, h});
+  return w;
+}
+
+ModelWeights synthetic_weights(const ModelConfig& c, std::uint64_t seed, ThreadPool& pool) {
+  const std::int64_t v = c.vocab_size, h = c.hidden_size;
+  auto matrix = [&](const std::string& name, std::vector<std::int64_t> shape) {
+    const float stddev = 1.0f / std::sqrt(static_cast<float>(shape.back()));
+    return synthetic(name, std::move(shape), 0.0f, stddev, seed, pool);
+  };
+  ModelWeights w;
+  w.embed_tokens = matrix("model.embed_tokens.weight", {v, h});
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    LayerWeights lw;
+    for (const Slot& s : layer_slots(c)) {
+      if (s.is_bias && !c.attention_bias) continue;
+      const std::string name = layer_tensor_name(l, s.suffix);
+      if (s.shape.size() == 2)
+        lw.*s.member = matrix(name, s.shape);
+      else  // norm weights near 1, biases near 0
+        lw.*s.member = synthetic(name, s.shape, s.is_bias ? 0.0f : 1.0f, 0.02f, seed, pool);
+    }
+    w.layers.push_back(std::move(lw));
+  }
+  w.norm = synthetic("model.norm.weight", {h}, 1.0f, 0.02f, seed, pool);
+  w.lm_head = c.tie_word_embeddings ? w.embed_tokens : matrix("lm_head.weight", {v, h});
+  return w;
+}
+
+}  // namespace servelab

@@ -1,0 +1,63 @@
+/**
+ * @file weights.h
+ * @brief The model's parameters, loaded from a checkpoint folder or made
+ *        from a seed, in Hugging Face's layout (`nn.Linear` weights are
+ *        `[out_features, in_features]`, row-major).
+ */
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/config.h"
+
+namespace servelab {
+
+class ThreadPool;
+
+/// Parameters of one decoder block (f32 on the CPU for now).
+struct LayerWeights {
+  Tensor input_layernorm;           ///< [hidden] RMSNorm weight before attention
+  Tensor q_proj, k_proj, v_proj;    ///< [q_dim, hidden], [kv_dim, hidden], [kv_dim, hidden]
+  Tensor q_bias, k_bias, v_bias;    ///< [q_dim], [kv_dim], [kv_dim]; empty without attention_bias
+  Tensor o_proj;                    ///< [hidden, q_dim]
+  Tensor post_attention_layernorm;  ///< [hidden] RMSNorm weight before the MLP
+  Tensor gate_proj, up_proj;        ///< [intermediate, hidden]
+  Tensor down_proj;                 ///< [hidden, intermediate]
+};
+
+/// All parameters of a model.
+struct ModelWeights {
+  Tensor embed_tokens;               ///< [vocab, hidden]
+  std::vector<LayerWeights> layers;  ///< num_hidden_layers blocks
+  Tensor norm;                       ///< [hidden] final RMSNorm weight
+  Tensor lm_head;                    ///< [vocab, hidden]; shares embed_tokens' storage when tied
+};
+
+/**
+ * @brief Loads every tensor the config calls for from a checkpoint folder.
+ *
+ * f32 tensors are views into the memory-mapped files; f16/bf16 are widened
+ * to f32. A tied model's LM head is the embedding (an `lm_head.weight` in the
+ * file, if any, is ignored as transformers does).
+ * @throws Error naming the tensor and file when one is missing or has the wrong shape.
+ */
+ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path& dir);
+
+/**
+ * @brief Deterministic synthetic weights for any config, so every lab runs with no download.
+ *
+ * Element i of the tensor named N is a function of (seed, N, i) only, so the
+ * weights are the same on every machine and for every thread count. Matrices
+ * are uniform with standard deviation 1/sqrt(in_features) (keeps activations
+ * and logits of order 1), norm weights are 1, biases are small.
+ * @param pool threads used to fill the buffers.
+ */
+ModelWeights synthetic_weights(const ModelConfig& config, std::uint64_t seed, ThreadPool& pool);
+
+/// Name of a layer tensor as in Hugging Face checkpoints, e.g. layer_tensor_name(3, "mlp.up_proj.weight").
+std::string layer_tensor_name(int layer, const char* suffix);
+
+}  // namespace servelab
