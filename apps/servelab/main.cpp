@@ -112,11 +112,11 @@ int run_generate(const GenerateArgs& a) {
   const GenerateResult r = generate(*model, prompt, gen);
 
   std::cout << "## servelab generate\n\n"
-            << "model      " << c.name << " (" << arch_name(c.arch) << ", " << c.num_parameters() / 1e6
-            << " M params, " << c.num_hidden_layers << " layers, hidden " << c.hidden_size << ", "
+            << "model      " << c.name << " (" << arch_name(c.arch) << ", " << std::fixed << std::setprecision(1)
+            << c.num_parameters() / 1e6 << " M params, " << c.num_hidden_layers << " layers, hidden " << c.hidden_size << ", "
             << c.attention_kind() << " " << c.num_attention_heads << "/" << c.num_key_value_heads << " heads)\n"
             << "weights    " << (a.model_dir.empty() ? "synthetic, seed " + std::to_string(a.weights_seed) : a.model_dir)
-            << ", computed in f32 on cpu, " << model->options().num_threads << " threads (0 = all)\n"
+            << ", computed in f32 on cpu, " << model->num_threads() << " threads\n"
             << "kv cache   " << (gen.use_kv_cache ? "on (contiguous)" : "off (recompute every step)")
             << ", reductions " << (a.deterministic ? "deterministic" : "fast (OpenBLAS)") << "\n"
             << "sampling   " << (a.temperature == 0.0f ? std::string("greedy") : "temperature " + std::to_string(a.temperature))

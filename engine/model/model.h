@@ -62,6 +62,8 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   /// Options it runs with.
   const EngineOptions& options() const { return options_; }
+  /// Threads its kernels run on (the caller's included).
+  int num_threads() const { return pool_->num_threads(); }
   /// Toggles batch-invariant reductions for later forward() calls.
   void set_deterministic(bool on) { options_.deterministic = on; ctx_.deterministic = on; }
 

@@ -20,11 +20,16 @@ class ThreadPool;
 /// Parameters of one decoder block (f32 on the CPU for now).
 struct LayerWeights {
   Tensor input_layernorm;           ///< [hidden] RMSNorm weight before attention
-  Tensor q_proj, k_proj, v_proj;    ///< [q_dim, hidden], [kv_dim, hidden], [kv_dim, hidden]
-  Tensor q_bias, k_bias, v_bias;    ///< [q_dim], [kv_dim], [kv_dim]; empty without attention_bias
+  Tensor q_proj;                    ///< [q_dim, hidden]
+  Tensor k_proj;                    ///< [kv_dim, hidden]
+  Tensor v_proj;                    ///< [kv_dim, hidden]
+  Tensor q_bias;                    ///< [q_dim]; empty without attention_bias
+  Tensor k_bias;                    ///< [kv_dim]; empty without attention_bias
+  Tensor v_bias;                    ///< [kv_dim]; empty without attention_bias
   Tensor o_proj;                    ///< [hidden, q_dim]
   Tensor post_attention_layernorm;  ///< [hidden] RMSNorm weight before the MLP
-  Tensor gate_proj, up_proj;        ///< [intermediate, hidden]
+  Tensor gate_proj;                 ///< [intermediate, hidden]
+  Tensor up_proj;                   ///< [intermediate, hidden]
   Tensor down_proj;                 ///< [hidden, intermediate]
 };
 

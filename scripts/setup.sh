@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what the build needs (Debian 12 packages), then configures and
+# builds servelab into build/. Sourced by run.sh and test.sh; safe to rerun.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# Debian packages the build needs (README, "Dependencies", says why each is there).
+packages=(build-essential cmake libopenblas-dev nlohmann-json3-dev libcli11-dev catch2 libbenchmark-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "servelab: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# CI builds with warnings as errors; a user's build does not stop on a new compiler's warning.
+werror=OFF
+[ "${CI:-}" = "true" ] && werror=ON
+cmake -S "$root" --preset release -DSERVELAB_WERROR="$werror" >&2
+cmake --build "$root/build" -j2 >&2

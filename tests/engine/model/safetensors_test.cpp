@@ -1,0 +1,132 @@
+// The safetensors reader on files written here byte by byte, so every field
+// of the format can be broken on purpose.
+#include <cstring>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "model/safetensors.h"
+#include "test_util.h"
+
+using namespace servelab;
+
+namespace {
+
+struct RawTensor {
+  std::string name, dtype;
+  std::vector<std::int64_t> shape;
+  std::vector<std::uint8_t> bytes;
+};
+
+template <typename T>
+std::vector<std::uint8_t> bytes_of(const std::vector<T>& values) {
+  std::vector<std::uint8_t> b(values.size() * sizeof(T));
+  std::memcpy(b.data(), values.data(), b.size());
+  return b;
+}
+
+// Writes a safetensors file; `header_len_override` and `drop_tail` corrupt it on purpose.
+void write_file(const std::filesystem::path& path, const std::vector<RawTensor>& tensors,
+                std::size_t drop_tail = 0, std::int64_t header_len_override = -1) {
+  nlohmann::json header;
+  header["__metadata__"] = {{"format", "pt"}};
+  std::vector<std::uint8_t> data;
+  for (const auto& t : tensors) {
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
+    data.insert(data.end(), t.bytes.begin(), t.bytes.end());
+  }
+  std::string text = header.dump();
+  while (text.size() % 8) text += ' ';  // the format pads the header with spaces
+  std::uint64_t len = header_len_override >= 0 ? static_cast<std::uint64_t>(header_len_override) : text.size();
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(&len), 8);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size() - drop_tail));
+}
+
+std::vector<RawTensor> three_dtypes() {
+  return {
+      {"a", "F32", {2, 2}, bytes_of(std::vector<float>{1.0f, -2.0f, 0.5f, 3.0f})},
+      {"b", "BF16", {3}, bytes_of(std::vector<std::uint16_t>{0x3f80, 0xc000, 0x3e80})},   // 1, -2, 0.25
+      {"c", "F16", {1, 3}, bytes_of(std::vector<std::uint16_t>{0x3c00, 0x0001, 0xbc00})},  // 1, 2^-24, -1
+  };
+}
+
+}  // namespace
+
+TEST_CASE("f32 loads as a view into the mapping; f16 and bf16 are widened", "[safetensors]") {
+  test::ScratchDir dir("st");
+  write_file(dir.path() / "model.safetensors", three_dtypes());
+  Checkpoint ckpt(dir.path());
+  const Tensor a = ckpt.load_f32("a", {2, 2});
+  CHECK(std::vector<float>(a.as<float>(), a.as<float>() + 4) == std::vector<float>{1.0f, -2.0f, 0.5f, 3.0f});
+  // No copy: the tensor's data lies inside the memory-mapped file.
+  SafetensorsFile file(dir.path() / "model.safetensors");
+  const auto* map_begin = static_cast<const std::byte*>(a.owner.get());
+  CHECK(static_cast<const std::byte*>(a.data) > map_begin);
+  CHECK(static_cast<const std::byte*>(a.data) < map_begin + std::filesystem::file_size(dir.path() / "model.safetensors"));
+  const Tensor b = ckpt.load_f32("b", {3});
+  CHECK(std::vector<float>(b.as<float>(), b.as<float>() + 3) == std::vector<float>{1.0f, -2.0f, 0.25f});
+  const Tensor c = ckpt.load_f32("c", {1, 3});
+  CHECK(std::vector<float>(c.as<float>(), c.as<float>() + 3) == std::vector<float>{1.0f, 0x1.0p-24f, -1.0f});
+}
+
+TEST_CASE("broken safetensors files: one error naming the file and what is wrong", "[safetensors][bad-input]") {
+  test::ScratchDir dir("st-bad");
+  const auto path = dir.path() / "model.safetensors";
+
+  write_file(path, three_dtypes(), /*drop_tail=*/3);
+  REQUIRE_ERROR_MENTIONS(SafetensorsFile{path}, path.string(), "'c'", "truncated");
+
+  write_file(path, three_dtypes(), 0, /*header_len_override=*/1 << 30);
+  REQUIRE_ERROR_MENTIONS(SafetensorsFile{path}, path.string(), "header length");
+
+  std::ofstream(path, std::ios::binary) << "abc";
+  REQUIRE_ERROR_MENTIONS(SafetensorsFile{path}, path.string(), "truncated");
+
+  {
+    std::ofstream out(path, std::ios::binary);
+    const std::uint64_t len = 8;
+    out.write(reinterpret_cast<const char*>(&len), 8);
+    out << "{not json";
+  }
+  REQUIRE_ERROR_MENTIONS(SafetensorsFile{path}, path.string(), "not valid JSON");
+
+  auto tensors = three_dtypes();
+  tensors[0].dtype = "I8";
+  write_file(path, tensors);
+  REQUIRE_ERROR_MENTIONS(SafetensorsFile{path}, "'a'", "I8");
+
+  tensors = three_dtypes();
+  tensors[1].shape = {4};  // 4 bf16 need 8 bytes, the offsets span 6
+  write_file(path, tensors);
+  REQUIRE_ERROR_MENTIONS(SafetensorsFile{path}, "'b'", "[4]", "span 6");
+
+  REQUIRE_ERROR_MENTIONS(SafetensorsFile{dir.path() / "absent.safetensors"}, "absent.safetensors", "cannot open");
+}
+
+TEST_CASE("checkpoint folders: missing tensor, wrong shape, missing files", "[safetensors][bad-input]") {
+  test::ScratchDir dir("ckpt-bad");
+  REQUIRE_ERROR_MENTIONS(Checkpoint{dir.path()}, dir.path().string(), "model.safetensors");
+  write_file(dir.path() / "model.safetensors", three_dtypes());
+  Checkpoint ckpt(dir.path());
+  REQUIRE_ERROR_MENTIONS(ckpt.load_f32("lm_head.weight", {8, 4}), "lm_head.weight", "[8, 4]", "missing");
+  REQUIRE_ERROR_MENTIONS(ckpt.load_f32("a", {4, 2}), "'a'", "[2, 2]", "expected [4, 2]");
+  REQUIRE_ERROR_MENTIONS(Checkpoint{dir.path() / "nope"}, "nope", "not a directory");
+}
+
+TEST_CASE("sharded checkpoints are read through model.safetensors.index.json", "[safetensors]") {
+  // The llama-tiny fixture was saved by transformers in 12 shards.
+  Checkpoint ckpt(test::fixtures_dir() / "llama-tiny");
+  CHECK(ckpt.num_files() == 12);
+  CHECK(ckpt.contains("lm_head.weight"));
+  CHECK(ckpt.contains("model.layers.1.mlp.down_proj.weight"));
+
+  test::ScratchDir dir("shards");
+  const auto copy = test::copy_fixture("llama-tiny", dir.path());
+  std::filesystem::remove(copy / "model-00003-of-00012.safetensors");
+  REQUIRE_ERROR_MENTIONS(Checkpoint{copy}, "model-00003-of-00012.safetensors", "cannot open");
+  std::ofstream(copy / "model.safetensors.index.json") << "{\"metadata\": {}}";
+  REQUIRE_ERROR_MENTIONS(Checkpoint{copy}, "model.safetensors.index.json", "weight_map");
+}

@@ -1,0 +1,109 @@
+/**
+ * @file test_util.h
+ * @brief Shared helpers of the engine tests: fixture paths, a scratch
+ *        folder, and the one place where numeric tolerances are stated.
+ */
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace servelab::test {
+
+/// Folder holding the committed Hugging Face fixtures (see tests/fixtures/PROVENANCE.md).
+inline std::filesystem::path fixtures_dir() { return SERVELAB_FIXTURES_DIR; }
+
+/// reference.json of fixture @p name.
+inline nlohmann::json load_reference(const std::string& name) {
+  std::ifstream in(fixtures_dir() / name / "reference.json");
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+/**
+ * Tolerances, |engine - reference| <= atol + rtol * |reference|, and why:
+ * - kF32*: our f32 forward vs transformers' f32 forward. Both round every op
+ *   to f32 but sum in different orders (OpenBLAS vs torch's GEMM blocking,
+ *   torch's pairwise mean in RMSNorm). Measured worst error on the fixtures:
+ *   5e-5 on logits of magnitude up to ~6 (their weights are large on purpose,
+ *   to keep greedy margins wide, which also amplifies rounding), so the bound
+ *   leaves a 2-3x margin, while a wrong op (a missing bias, RoPE off by one
+ *   position, a wrong KV head) moves logits by more than 1e-2.
+ * - kKernel*: one f32 kernel vs a double-precision loop on random O(1) data.
+ */
+inline constexpr double kF32Atol = 1e-4, kF32Rtol = 1e-4;
+inline constexpr double kKernelAtol = 1e-5, kKernelRtol = 1e-5;
+
+/// True when every |a[i] - ref[i]| <= atol + rtol * |ref[i]|; reports the worst element otherwise.
+inline bool all_close(const std::vector<float>& a, const std::vector<double>& ref, double atol, double rtol) {
+  REQUIRE(a.size() == ref.size());
+  double worst = 0.0;
+  std::size_t worst_i = 0;
+  bool ok = true;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double err = std::abs(a[i] - ref[i]);
+    if (err > atol + rtol * std::abs(ref[i])) ok = false;
+    if (err > worst) worst = err, worst_i = i;
+  }
+  if (!ok) UNSCOPED_INFO("worst |a - ref| = " << worst << " at " << worst_i << " (ref " << ref[worst_i] << ")");
+  return ok;
+}
+
+/// @p n floats uniform in [-1, 1) from a fixed seed.
+inline std::vector<float> random_floats(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+/// A fresh empty folder under the system temp dir, removed when the object dies.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& tag) {
+    path_ = std::filesystem::temp_directory_path() /
+            ("servelab-" + tag + "-" + std::to_string(std::random_device{}()));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path_); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  /// The folder.
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Copies fixture @p name into @p dir and returns the copy's path.
+inline std::filesystem::path copy_fixture(const std::string& name, const std::filesystem::path& dir) {
+  const auto dst = dir / name;
+  std::filesystem::copy(fixtures_dir() / name, dst, std::filesystem::copy_options::recursive);
+  return dst;
+}
+
+/// Asserts that @p expr throws servelab::Error whose message contains every string in @p parts.
+#define REQUIRE_ERROR_MENTIONS(expr, ...)                                                   \
+  do {                                                                                      \
+    try {                                                                                   \
+      (void)(expr);                                                                         \
+      FAIL("expected servelab::Error from " #expr);                                        \
+    } catch (const ::servelab::Error& e) {                                                  \
+      const std::string msg = e.what();                                                     \
+      INFO("error message: " << msg);                                                       \
+      for (const std::string& part : std::vector<std::string>{__VA_ARGS__})                  \
+        CHECK(msg.find(part) != std::string::npos);                                         \
+    }                                                                                       \
+  } while (0)
+
+}  // namespace servelab::test
