@@ -23,7 +23,7 @@ TEST_CASE("f32 -> bf16 rounds to nearest even", "[dtype]") {
   CHECK(std::isnan(bf16_to_f32(f32_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
 }
 
-TEST_CASE("f16 widens exactly, subnormals and specials included", "[dtype]") {
+TEST_CASE("f16 widens exactly / subnormals and specials included", "[dtype]") {
   CHECK(f16_to_f32(0x3c00) == 1.0f);
   CHECK(f16_to_f32(0xc000) == -2.0f);
   CHECK(f16_to_f32(0x7bff) == 65504.0f);            // largest normal half
@@ -35,7 +35,7 @@ TEST_CASE("f16 widens exactly, subnormals and specials included", "[dtype]") {
   CHECK(std::isnan(f16_to_f32(0x7e00)));
 }
 
-TEST_CASE("dtype names from config.json, safetensors and flags", "[dtype]") {
+TEST_CASE("dtype names from config.json / safetensors and flags", "[dtype]") {
   CHECK(parse_dtype("bfloat16", "x") == DType::BF16);
   CHECK(parse_dtype("BF16", "x") == DType::BF16);
   CHECK(parse_dtype("float16", "x") == DType::F16);

@@ -38,7 +38,7 @@ TEST_CASE("causal: the first token attends only to itself", "[attention]") {
   CHECK(out[3] == Approx(104.0f));
 }
 
-TEST_CASE("GQA: query head h reads kv head h / group; ragged sequences", "[attention]") {
+TEST_CASE("GQA: query head h reads kv head h / group - ragged sequences", "[attention]") {
   ThreadPool pool(2);
   const int H = 4, KVH = 2, D = 8, group = H / KVH;
   // Two sequences: A has 3 cached + 2 new tokens, B has 0 cached + 4 new.

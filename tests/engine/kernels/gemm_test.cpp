@@ -31,7 +31,7 @@ std::vector<double> reference(const std::vector<float>& x, const Tensor& w, int 
 
 }  // namespace
 
-TEST_CASE("matmul = x W^T, fast and deterministic, on ragged shapes", "[gemm]") {
+TEST_CASE("matmul = x W^T / fast and deterministic / on ragged shapes", "[gemm]") {
   ThreadPool pool(2);
   for (int M : {1, 17, 64})
     for (auto [N, K] : {std::pair{1, 1}, {33, 7}, {96, 130}}) {

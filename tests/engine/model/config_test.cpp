@@ -54,7 +54,7 @@ TEST_CASE("transformers 5.x config.json of the Llama fixture: explicit head_dim 
   CHECK(c.torch_dtype == DType::F16);
 }
 
-TEST_CASE("transformers 4.x spelling: rope_theta, rope_scaling, torch_dtype", "[config]") {
+TEST_CASE("transformers 4.x spelling: rope_theta / rope_scaling / torch_dtype", "[config]") {
   const ModelConfig c = parse_config(llama3_v4_config(), "config.json");
   CHECK(c.rope_theta == 500000.0);
   CHECK(c.rope_scaling.rope_type == "llama3");
@@ -74,7 +74,7 @@ TEST_CASE("presets carry the published shapes", "[config]") {
   for (const auto& name : preset_names()) CHECK_NOTHROW(preset(name).validate(name));
 }
 
-TEST_CASE("MHA, GQA and MQA are the same config with a different kv head count", "[config]") {
+TEST_CASE("MHA / GQA and MQA are the same config with a different kv head count", "[config]") {
   ModelConfig c = preset("tiny");
   c.num_key_value_heads = c.num_attention_heads;
   CHECK(std::string(c.attention_kind()) == "MHA");

@@ -14,7 +14,7 @@ TEST_CASE("plain RoPE: inv_freq[i] = theta^(-2i/d)", "[rope]") {
   for (int i = 0; i < 8; ++i) CHECK(inv[i] == Approx(std::pow(1e6, -2.0 * i / 16)).epsilon(1e-6));
 }
 
-TEST_CASE("llama3 scaling keeps short wavelengths, divides long ones, blends between", "[rope]") {
+TEST_CASE("llama3 scaling keeps short wavelengths / divides long ones / blends between", "[rope]") {
   const ModelConfig c = load_config(test::fixtures_dir() / "llama-tiny" / "config.json");
   const auto inv = rope_inv_freq(c);
   // transformers 5.24 model.rotary_emb.inv_freq for this config (kept, smoothed, then scaled by 1/8).
@@ -25,7 +25,7 @@ TEST_CASE("llama3 scaling keeps short wavelengths, divides long ones, blends bet
   for (std::size_t i = 0; i < inv.size(); ++i) CHECK(inv[i] == Approx(expected[i]).epsilon(1e-6));
 }
 
-TEST_CASE("rotate-half RoPE: position 0 is the identity, rotations keep the norm", "[rope]") {
+TEST_CASE("rotate-half RoPE: position 0 is the identity / rotations keep the norm", "[rope]") {
   std::vector<float> inv = {1.0f, 0.1f};
   std::vector<float> x = {1.0f, 2.0f, 3.0f, 4.0f};  // pairs (x0, x2) and (x1, x3)
   auto y = x;

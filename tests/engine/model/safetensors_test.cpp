@@ -55,7 +55,7 @@ std::vector<RawTensor> three_dtypes() {
 
 }  // namespace
 
-TEST_CASE("f32 loads as a view into the mapping; f16 and bf16 are widened", "[safetensors]") {
+TEST_CASE("f32 loads as a view into the mapping - f16 and bf16 are widened", "[safetensors]") {
   test::ScratchDir dir("st");
   write_file(dir.path() / "model.safetensors", three_dtypes());
   Checkpoint ckpt(dir.path());
@@ -106,7 +106,7 @@ TEST_CASE("broken safetensors files: one error naming the file and what is wrong
   REQUIRE_ERROR_MENTIONS(SafetensorsFile{dir.path() / "absent.safetensors"}, "absent.safetensors", "cannot open");
 }
 
-TEST_CASE("checkpoint folders: missing tensor, wrong shape, missing files", "[safetensors][bad-input]") {
+TEST_CASE("checkpoint folders: missing tensor / wrong shape / missing files", "[safetensors][bad-input]") {
   test::ScratchDir dir("ckpt-bad");
   REQUIRE_ERROR_MENTIONS(Checkpoint{dir.path()}, dir.path().string(), "model.safetensors");
   write_file(dir.path() / "model.safetensors", three_dtypes());

@@ -9,7 +9,7 @@
 
 using namespace servelab;
 
-TEST_CASE("greedy picks the largest logit, the lowest id on a tie", "[sampler]") {
+TEST_CASE("greedy picks the largest logit / the lowest id on a tie", "[sampler]") {
   Sampler greedy(SamplingParams{});
   CHECK(greedy.sample(std::vector<float>{0.1f, 3.0f, -1.0f, 3.0f}) == 1);
   CHECK(argmax(std::vector<float>{-5.0f}) == 0);
@@ -36,7 +36,7 @@ TEST_CASE("temperature 1 samples the softmax distribution", "[sampler]") {
   CHECK(counts[2] / double(n) == Approx(0.2).margin(0.015));
 }
 
-TEST_CASE("top_p keeps the smallest prefix reaching p, top_k the k best", "[sampler]") {
+TEST_CASE("top_p keeps the smallest prefix reaching p / top_k the k best", "[sampler]") {
   const std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
   Sampler p({1.0f, 0, 0.7f, 5}), k({1.0f, 2, 1.0f, 5});
   std::map<int, int> pc, kc;

@@ -24,7 +24,7 @@ void edit_config(const std::filesystem::path& dir, const std::function<void(nloh
 
 }  // namespace
 
-TEST_CASE("synthetic weights depend on the seed only, not on the thread count", "[weights]") {
+TEST_CASE("synthetic weights depend on the seed only / not on the thread count", "[weights]") {
   const ModelConfig c = preset("tiny");
   ThreadPool one(1), two(2);
   const ModelWeights a = synthetic_weights(c, 7, one), b = synthetic_weights(c, 7, two), d = synthetic_weights(c, 8, one);
@@ -39,7 +39,7 @@ TEST_CASE("synthetic weights depend on the seed only, not on the thread count", 
   CHECK(a.layers[0].q_bias.numel() == c.q_dim());
 }
 
-TEST_CASE("the Qwen2 fixture loads tied; the Llama fixture untied and without biases", "[weights]") {
+TEST_CASE("the Qwen2 fixture loads tied - the Llama fixture untied and without biases", "[weights]") {
   auto qwen = Model::from_pretrained(test::fixtures_dir() / "qwen2-tiny", EngineOptions{});
   CHECK(qwen->weights().lm_head.data == qwen->weights().embed_tokens.data);
   auto llama = Model::from_pretrained(test::fixtures_dir() / "llama-tiny", EngineOptions{});
@@ -48,7 +48,7 @@ TEST_CASE("the Qwen2 fixture loads tied; the Llama fixture untied and without bi
   CHECK(llama->weights().layers[0].q_proj.shape == std::vector<std::int64_t>{128, 96});
 }
 
-TEST_CASE("a checkpoint that does not match its config is refused, naming the tensor", "[weights][bad-input]") {
+TEST_CASE("a checkpoint that does not match its config is refused / naming the tensor", "[weights][bad-input]") {
   test::ScratchDir dir("weights-bad");
   const auto copy = test::copy_fixture("qwen2-tiny", dir.path());
 
