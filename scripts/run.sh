@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# Quick start, command 1: install, build, and run the main job on the
-# embedded default (the qwen2.5-0.5b shape with synthetic weights; no download).
+# Quick start, command 1: install, build, and run the labs in order on their
+# embedded synthetic defaults (no download), then draw their plots.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
-"$root/build/apps/servelab" generate --preset qwen2.5-0.5b --prompt-len 64 --max-new-tokens 32 "$@"
+cd "$root"
+# The engine's one-line tour: prefill and decode timings on the qwen2.5-0.5b shape.
+build/apps/servelab generate --preset qwen2.5-0.5b --prompt-len 64 --max-new-tokens 32
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+for lab in 01_autoregressive 02_kv_cache; do
+  echo
+  "build/labs/lab_$lab" --out results "$@"
+  "$py" tools/plot_lab.py "results/$lab/$lab.json" || echo "(plots skipped: matplotlib missing)" >&2
+done

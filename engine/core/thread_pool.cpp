@@ -1,21 +1,44 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SERVELAB_CPU_RELAX() _mm_pause()
+#else
+#define SERVELAB_CPU_RELAX() std::this_thread::yield()
+#endif
 
 namespace servelab {
 
 namespace {
-// Chunk `index` of `parts` equal slices of [0, n).
-std::pair<std::size_t, std::size_t> chunk(std::size_t n, int parts, int index) {
-  const std::size_t begin = n * static_cast<std::size_t>(index) / static_cast<std::size_t>(parts);
-  const std::size_t end = n * static_cast<std::size_t>(index + 1) / static_cast<std::size_t>(parts);
-  return {begin, end};
+
+// How long an idle worker spins before it sleeps: long enough to bridge the
+// gaps between the loops of one model step, short enough not to burn a core
+// while the engine waits for something else.
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(200);
+
+// Pause while a wait is short; once it is long the core is probably
+// oversubscribed (another process, or more threads than cores), and giving it
+// up lets the thread being waited for run.
+inline void relax(int polls) {
+  if (polls < 2000)
+    SERVELAB_CPU_RELAX();
+  else
+    std::this_thread::yield();
 }
+
+std::pair<std::size_t, std::size_t> chunk(std::size_t n, int parts, int index) {
+  return {n * static_cast<std::size_t>(index) / static_cast<std::size_t>(parts),
+          n * static_cast<std::size_t>(index + 1) / static_cast<std::size_t>(parts)};
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
-  if (num_threads <= 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
-  for (int i = 0; i < num_threads - 1; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 0; i < num_threads - 1; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -23,34 +46,40 @@ ThreadPool::~ThreadPool() {
     std::lock_guard lock(mutex_);
     stop_ = true;
   }
-  start_cv_.notify_all();
+  wake_.notify_all();
   for (auto& w : workers_) w.join();
 }
 
+void ThreadPool::run_chunk(int index) noexcept {
+  const auto [begin, end] = chunk(job_n_, num_threads(), index);
+  try {
+    if (begin < end) (*job_)(begin, end);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    if (!error_) error_ = std::current_exception();
+  }
+}
+
 void ThreadPool::worker_loop(int index) {
-  unsigned long seen = 0;
+  std::uint64_t seen = 0;
   for (;;) {
-    const std::function<void(std::size_t, std::size_t)>* job;
-    std::size_t n;
-    {
+    auto idle_since = std::chrono::steady_clock::now();
+    int polls = 0;
+    while (generation_.load() == seen && !stop_.load()) {
+      relax(++polls);
+      if (polls % 256 != 0 || std::chrono::steady_clock::now() - idle_since < kSpinBeforeSleep) continue;
+      // Sleep. seq_cst on sleeping_ and generation_ pairs with parallel_for's
+      // bump-then-check, so a wake-up cannot be lost.
       std::unique_lock lock(mutex_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
+      sleeping_.fetch_add(1);
+      wake_.wait(lock, [&] { return generation_.load() != seen || stop_.load(); });
+      sleeping_.fetch_sub(1);
+      idle_since = std::chrono::steady_clock::now();
     }
-    auto [begin, end] = chunk(n, num_threads(), index + 1);
-    try {
-      if (begin < end) (*job)(begin, end);
-    } catch (...) {
-      std::lock_guard lock(mutex_);
-      if (!error_) error_ = std::current_exception();
-    }
-    {
-      std::lock_guard lock(mutex_);
-      if (--pending_ == 0) done_cv_.notify_one();
-    }
+    if (stop_.load()) return;
+    seen = generation_.load();
+    run_chunk(index);
+    pending_.fetch_sub(1);
   }
 }
 
@@ -59,26 +88,24 @@ void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_
     if (n > 0) fn(0, n);
     return;
   }
+  job_ = &fn;
+  job_n_ = n;
+  error_ = nullptr;
+  pending_.store(static_cast<int>(workers_.size()));
+  generation_.fetch_add(1);  // publishes job_ and job_n_ to the workers
+  if (sleeping_.load() > 0) {
+    std::lock_guard lock(mutex_);
+    wake_.notify_all();
+  }
+  run_chunk(0);
+  // The other chunks are the same size: a short wait, unless a worker lost its core.
+  for (int polls = 1; pending_.load() != 0; ++polls) relax(polls);
+  std::exception_ptr error;
   {
     std::lock_guard lock(mutex_);
-    job_ = &fn;
-    job_n_ = n;
-    pending_ = static_cast<int>(workers_.size());
-    error_ = nullptr;
-    ++generation_;
+    error = error_;
   }
-  start_cv_.notify_all();
-  std::exception_ptr mine;
-  auto [begin, end] = chunk(n, num_threads(), 0);
-  try {
-    if (begin < end) fn(begin, end);
-  } catch (...) {
-    mine = std::current_exception();
-  }
-  std::unique_lock lock(mutex_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
-  if (mine) std::rethrow_exception(mine);
-  if (error_) std::rethrow_exception(error_);
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace servelab

@@ -3,14 +3,23 @@
  * @brief The engine's one pool of worker threads.
  *
  * Every threaded kernel goes through this pool, so the engine never runs
- * more compute threads than it was given (oversubscribing two cores with a
- * second pool is several times slower, see the CPU speed issue). The
- * calling thread takes a share of the work, so a pool of N uses N threads.
+ * more compute threads than it was given (OpenBLAS, too, runs
+ * single-threaded inside it: two pools on the same cores are several times
+ * slower). The calling thread takes a share of the work, so a pool of N
+ * uses N threads.
+ *
+ * A decode step issues about ten parallel loops per layer, each a few
+ * microseconds long, so waking sleeping threads for each would cost more
+ * than the loop. Idle workers therefore spin (with a pause instruction) for
+ * a short while before they block on a condition variable.
  */
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -36,25 +45,26 @@ class ThreadPool {
   /**
    * @brief Runs `fn(begin, end)` over [0, n) split into one contiguous chunk per thread.
    *
-   * The split depends only on @p n and the pool size, so a loop whose body is
-   * deterministic per index gives the same result on every run. Blocks until
-   * every chunk is done. Exceptions thrown by @p fn are rethrown here.
+   * The split depends only on @p n and the pool size. Blocks until every
+   * chunk is done; an exception thrown by @p fn is rethrown here. Not
+   * reentrant: @p fn must not call parallel_for on the same pool.
    */
   void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn);
 
  private:
   void worker_loop(int index);
+  void run_chunk(int index) noexcept;
 
   std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable start_cv_;
-  std::condition_variable done_cv_;
-  const std::function<void(std::size_t, std::size_t)>* job_ = nullptr;
+  const std::function<void(std::size_t, std::size_t)>* job_ = nullptr;  // published by generation_
   std::size_t job_n_ = 0;
-  unsigned long generation_ = 0;  // bumped once per parallel_for
-  int pending_ = 0;               // workers still running the current job
+  std::atomic<std::uint64_t> generation_{0};  // bumped once per parallel_for
+  std::atomic<int> pending_{0};               // workers still running the current job
+  std::atomic<int> sleeping_{0};              // workers blocked on wake_
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;                          // guards wake_ and error_
+  std::condition_variable wake_;
   std::exception_ptr error_;
-  bool stop_ = false;
 };
 
 }  // namespace servelab

@@ -2,42 +2,88 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "core/error.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/rows.h"
 
 namespace servelab {
 
 namespace {
 
-// dot(a, b) over k elements; the order of additions depends on k only.
-float dot_fixed_order(const float* a, const float* b, int k) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int i = 0;
-  for (; i + 8 <= k; i += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
-  for (int j = 0; i < k; ++i, ++j) acc[j] += a[i] * b[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+bool is_bf16(const Tensor& w) {
+  check(w.dtype == DType::F32 || w.dtype == DType::BF16, "matmul: weights must be f32 or bf16, got ",
+        dtype_name(w.dtype));
+  return w.dtype == DType::BF16;
 }
+
+// Weight rows handed to a thread at a time: a multiple of the kernels' 4-row tiles.
+constexpr int kRowBlock = 16;
 
 }  // namespace
 
-void matmul_rowwise(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M) {
+void matmul_reference(float* out, const float* x, const Tensor& w, int M) {
   const int N = static_cast<int>(w.shape[0]), K = static_cast<int>(w.shape[1]);
-  const float* wd = w.as<const float>();
-  ctx.pool->parallel_for(static_cast<std::size_t>(N), [&](std::size_t n0, std::size_t n1) {
-    // n outer, m inner: one weight row is read from memory once and reused for every token.
-    for (std::size_t n = n0; n < n1; ++n)
-      for (int m = 0; m < M; ++m)
-        out[static_cast<std::size_t>(m) * N + n] = dot_fixed_order(x + static_cast<std::size_t>(m) * K, wd + n * K, K);
+  const bool bf16 = is_bf16(w);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float sum = 0.0f;
+      for (int k = 0; k < K; ++k) {
+        const std::size_t i = static_cast<std::size_t>(n) * K + k;
+        sum += x[static_cast<std::size_t>(m) * K + k] * (bf16 ? bf16_to_f32(w.as<const std::uint16_t>()[i]) : w.as<const float>()[i]);
+      }
+      out[static_cast<std::size_t>(m) * N + n] = sum;
+    }
+}
+
+void matmul_rows(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M) {
+  const int N = static_cast<int>(w.shape[0]), K = static_cast<int>(w.shape[1]);
+  const bool bf16 = is_bf16(w);
+  const cpu::RowsKernel kernel = cpu::rows_kernel(cpu::active_isa());
+  const std::size_t blocks = (static_cast<std::size_t>(N) + kRowBlock - 1) / kRowBlock;
+  ctx.pool->parallel_for(blocks, [&](std::size_t b0, std::size_t b1) {
+    const int n0 = static_cast<int>(b0) * kRowBlock, n1 = std::min(N, static_cast<int>(b1) * kRowBlock);
+    kernel(out, x, w.data, bf16, M, N, K, n0, n1);
+  });
+}
+
+void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M) {
+  // One pool: OpenBLAS runs single-threaded inside each of our threads, so the
+  // two never fight over the cores (a shared-core oversubscription is several times slower).
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+  const int N = static_cast<int>(w.shape[0]), K = static_cast<int>(w.shape[1]);
+  const bool bf16 = is_bf16(w);
+  const std::size_t blocks = (static_cast<std::size_t>(N) + kRowBlock - 1) / kRowBlock;
+  ctx.pool->parallel_for(blocks, [&](std::size_t b0, std::size_t b1) {
+    const int n0 = static_cast<int>(b0) * kRowBlock, n1 = std::min(N, static_cast<int>(b1) * kRowBlock);
+    if (!bf16) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n1 - n0, K, 1.0f, x, K,
+                  w.as<const float>() + static_cast<std::size_t>(n0) * K, K, 0.0f, out + n0, N);
+      return;
+    }
+    // bf16: widen a tile of weight rows into f32 scratch (it stays in cache), then sgemm on it.
+    constexpr int kTile = 64;
+    thread_local std::vector<float> scratch;
+    scratch.resize(static_cast<std::size_t>(kTile) * K);
+    for (int t0 = n0; t0 < n1; t0 += kTile) {
+      const int rows = std::min(kTile, n1 - t0);
+      const std::uint16_t* src = w.as<const std::uint16_t>() + static_cast<std::size_t>(t0) * K;
+      for (std::size_t i = 0; i < static_cast<std::size_t>(rows) * K; ++i) scratch[i] = bf16_to_f32(src[i]);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, rows, K, 1.0f, x, K, scratch.data(), K, 0.0f,
+                  out + t0, N);
+    }
   });
 }
 
 void matmul(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M) {
-  if (ctx.deterministic) {
-    matmul_rowwise(ctx, out, x, w, M);
-    return;
-  }
-  const int N = static_cast<int>(w.shape[0]), K = static_cast<int>(w.shape[1]);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w.as<const float>(), K, 0.0f, out, N);
+  if (ctx.deterministic || M <= kRowsKernelMaxM)
+    matmul_rows(ctx, out, x, w, M);
+  else
+    matmul_blas(ctx, out, x, w, M);
 }
 
 void add_bias(float* out, const float* bias, int M, int N) {

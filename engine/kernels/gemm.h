@@ -3,8 +3,17 @@
  * @brief The engine's one GEMM seam: out = x · Wᵀ for a batch of rows.
  *
  * Every projection in the model (q/k/v/o, gate/up/down, LM head) goes
- * through matmul(), so the backend, threading and reduction mode are chosen
- * in one place.
+ * through matmul(), so the path, threading and reduction mode are chosen in
+ * one place. Three implementations, from obviously right to fast:
+ *
+ * | function | how | used for |
+ * |---|---|---|
+ * | matmul_reference() | plain loops, one thread | the specification the tests compare against |
+ * | matmul_rows() | SIMD dot products per output (cpu/rows.h), threads split the weight rows | decode (small M) and deterministic mode |
+ * | matmul_blas() | OpenBLAS sgemm per slice of weight rows, one slice per engine thread | prefill in fast mode |
+ *
+ * Weights may be f32 or bf16; bf16 is widened in registers (rows) or per
+ * tile into a scratch buffer (BLAS). Activations are always f32.
  */
 #pragma once
 
@@ -13,26 +22,30 @@
 
 namespace servelab {
 
+/// Up to this many rows, fast mode uses matmul_rows(): sgemm streams a weight poorly for a handful of rows.
+inline constexpr int kRowsKernelMaxM = 8;
+
 /**
  * @brief \f$ out = x W^T \f$ (a `torch.nn.Linear` without bias).
  * @param out [M, N] result, overwritten.
  * @param x   [M, K] input rows.
- * @param w   [N, K] f32 weight, row-major as stored by Hugging Face.
+ * @param w   [N, K] weight, f32 or bf16, row-major as stored by Hugging Face.
  * @param M   number of rows (tokens).
  *
- * Fast mode calls OpenBLAS sgemm. Deterministic mode computes each output
- * element as one dot product in a fixed order (matmul_rowwise()), so row m
- * is bit-identical whatever M is.
+ * Deterministic mode always takes matmul_rows(), whose row m is
+ * bit-identical whatever M is; fast mode takes it for M <= kRowsKernelMaxM
+ * and matmul_blas() above.
  */
 void matmul(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M);
 
-/**
- * @brief The deterministic reference: each out[m][n] = dot(x[m], w[n]) with
- *        eight interleaved partial sums combined in a fixed tree.
- *
- * Same contract as matmul(); threads split the N outputs, never the K sum.
- */
-void matmul_rowwise(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M);
+/// Row-wise SIMD path (see cpu/rows.h); same contract as matmul().
+void matmul_rows(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M);
+
+/// OpenBLAS path: each engine thread runs a single-threaded sgemm on its slice of W's rows.
+void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M);
+
+/// The specification: a double loop with a plain running sum, one thread. Slow; for tests.
+void matmul_reference(float* out, const float* x, const Tensor& w, int M);
 
 /// Adds @p bias [N] to every row of @p out [M, N].
 void add_bias(float* out, const float* bias, int M, int N);

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/cuda_runtime_probe.h"
+#include "kernels/embedding.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
 #include "model/rope_freq.h"
@@ -34,14 +35,14 @@ Model::Model(ModelConfig config, ModelWeights weights, const EngineOptions& opti
 std::unique_ptr<Model> Model::from_pretrained(const std::filesystem::path& dir, const EngineOptions& options) {
   ModelConfig config = load_config(dir / "config.json");
   config.name = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
-  ModelWeights weights = load_weights(config, dir);
+  ModelWeights weights = load_weights(config, dir, options.weight_dtype);
   return std::make_unique<Model>(std::move(config), std::move(weights), options);
 }
 
 std::unique_ptr<Model> Model::from_preset(const std::string& name, std::uint64_t seed, const EngineOptions& options) {
   ModelConfig config = preset(name);
   ThreadPool fill_pool(options.num_threads);
-  ModelWeights weights = synthetic_weights(config, seed, fill_pool);
+  ModelWeights weights = synthetic_weights(config, seed, fill_pool, options.weight_dtype);
   return std::make_unique<Model>(std::move(config), std::move(weights), options);
 }
 
@@ -91,10 +92,7 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
     row += s.num_new_tokens;
   }
 
-  const float* embed = weights_.embed_tokens.as<const float>();
-  for (int t = 0; t < T; ++t)
-    std::memcpy(&x[static_cast<std::size_t>(t) * H], embed + static_cast<std::size_t>(batch.token_ids[t]) * H,
-                sizeof(float) * H);
+  embedding_lookup(weights_.embed_tokens, batch.token_ids, x.data());
 
   const AttentionShape shape{c.num_attention_heads, c.num_key_value_heads, c.head_dim};
   for (int l = 0; l < c.num_hidden_layers; ++l) {

@@ -38,6 +38,8 @@ Backend parse_backend(const std::string& text, const std::string& what);
 struct EngineOptions {
   Backend backend = Backend::CPU;  ///< where ops run
   int num_threads = 0;             ///< CPU threads, 0 = all cores
+  /// Dtype of the weight matrices and the embedding: f32 (exact parity) or bf16 (half the bytes per token).
+  DType weight_dtype = DType::F32;
   /// Batch-invariant reductions (see KernelContext::deterministic); slower prefill.
   bool deterministic = false;
 };

@@ -128,7 +128,8 @@ Checkpoint::Checkpoint(const std::filesystem::path& dir) : dir_(dir) {
 
 bool Checkpoint::contains(const std::string& name) const { return index_.count(name) != 0; }
 
-Tensor Checkpoint::load_f32(const std::string& name, const std::vector<std::int64_t>& expected) const {
+Tensor Checkpoint::load(const std::string& name, const std::vector<std::int64_t>& expected, DType as) const {
+  check(as == DType::F32 || as == DType::BF16, "weights can be loaded as f32 or bf16, not ", dtype_name(as));
   auto it = index_.find(name);
   check(it != index_.end(), dir_.string(), ": missing tensor '", name, "' (expected shape ",
         shape_to_string(expected), ")");
@@ -136,24 +137,31 @@ Tensor Checkpoint::load_f32(const std::string& name, const std::vector<std::int6
   check(e.shape == expected, e.file, ": tensor '", name, "' has shape ", shape_to_string(e.shape), ", expected ",
         shape_to_string(expected), " from config.json");
   const auto numel = static_cast<std::size_t>(e.nbytes / dtype_size(e.dtype));
-  if (e.dtype == DType::F32 && reinterpret_cast<std::uintptr_t>(e.data) % alignof(float) == 0) {
+  if (e.dtype == as && reinterpret_cast<std::uintptr_t>(e.data) % dtype_size(as) == 0) {
     Tensor view;
-    view.dtype = DType::F32;
+    view.dtype = as;
     view.shape = e.shape;
     view.data = const_cast<std::byte*>(e.data);  // read-only mapping; the engine never writes weights
     view.owner = owner_.at(name)->mapping();
     return view;
   }
-  Tensor out = Tensor::zeros(DType::F32, e.shape);
-  float* dst = out.as<float>();
-  if (e.dtype == DType::F32) {
-    std::memcpy(dst, e.data, e.nbytes);
-  } else {
-    for (std::size_t i = 0; i < numel; ++i) {
-      std::uint16_t bits;
-      std::memcpy(&bits, e.data + 2 * i, 2);  // memcpy: shard offsets need not be 2-byte aligned
-      dst[i] = e.dtype == DType::BF16 ? bf16_to_f32(bits) : f16_to_f32(bits);
+  // memcpy for every element read: shard offsets need not be aligned.
+  auto element = [&](std::size_t i) -> float {
+    if (e.dtype == DType::F32) {
+      float f;
+      std::memcpy(&f, e.data + 4 * i, 4);
+      return f;
     }
+    std::uint16_t bits;
+    std::memcpy(&bits, e.data + 2 * i, 2);
+    return e.dtype == DType::BF16 ? bf16_to_f32(bits) : f16_to_f32(bits);
+  };
+  Tensor out = Tensor::zeros(as, e.shape);
+  for (std::size_t i = 0; i < numel; ++i) {
+    if (as == DType::F32)
+      out.as<float>()[i] = element(i);
+    else
+      out.as<std::uint16_t>()[i] = f32_to_bf16(element(i));
   }
   return out;
 }

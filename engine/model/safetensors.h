@@ -71,14 +71,16 @@ class Checkpoint {
   bool contains(const std::string& name) const;
 
   /**
-   * @brief Returns tensor @p name as f32 with shape @p expected.
+   * @brief Returns tensor @p name in dtype @p as (f32 or bf16) with shape @p expected.
    *
-   * An f32 tensor whose bytes are 4-byte aligned is returned as a view into
-   * the mapping (no copy); f16 and bf16 are widened into a new buffer.
+   * When the stored dtype is already @p as and the bytes are aligned, the
+   * tensor is a view into the mapping (no copy). Otherwise it is converted
+   * into a new buffer: f16/bf16 -> f32 exactly, f32/f16 -> bf16 rounded to
+   * nearest even.
    * @throws Error naming the tensor, its file and the expected shape when it
    *         is missing or its shape differs.
    */
-  Tensor load_f32(const std::string& name, const std::vector<std::int64_t>& expected) const;
+  Tensor load(const std::string& name, const std::vector<std::int64_t>& expected, DType as = DType::F32) const;
 
   /// Number of files opened (1 for a single-file checkpoint).
   std::size_t num_files() const { return files_.size(); }

@@ -70,31 +70,45 @@ Tensor synthetic(const std::string& name, std::vector<std::int64_t> shape, float
   return t;
 }
 
+// Rounds an f32 tensor to a new bf16 one.
+Tensor to_bf16(const Tensor& t, ThreadPool& pool) {
+  Tensor out = Tensor::zeros(DType::BF16, t.shape);
+  const float* src = t.as<const float>();
+  std::uint16_t* dst = out.as<std::uint16_t>();
+  pool.parallel_for(static_cast<std::size_t>(t.numel()), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) dst[i] = f32_to_bf16(src[i]);
+  });
+  return out;
+}
+
 }  // namespace
 
-ModelWeights load_weights(const ModelConfig& c, const std::filesystem::path& dir) {
+ModelWeights load_weights(const ModelConfig& c, const std::filesystem::path& dir, DType weight_dtype) {
   Checkpoint ckpt(dir);
   const std::int64_t v = c.vocab_size, h = c.hidden_size;
   ModelWeights w;
-  w.embed_tokens = ckpt.load_f32("model.embed_tokens.weight", {v, h});
+  w.embed_tokens = ckpt.load("model.embed_tokens.weight", {v, h}, weight_dtype);
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     LayerWeights lw;
     for (const Slot& s : layer_slots(c)) {
       if (s.is_bias && !c.attention_bias) continue;
-      lw.*s.member = ckpt.load_f32(layer_tensor_name(l, s.suffix), s.shape);
+      lw.*s.member = ckpt.load(layer_tensor_name(l, s.suffix), s.shape, s.shape.size() == 2 ? weight_dtype : DType::F32);
     }
     w.layers.push_back(std::move(lw));
   }
-  w.norm = ckpt.load_f32("model.norm.weight", {h});
-  w.lm_head = c.tie_word_embeddings ? w.embed_tokens : ckpt.load_f32("lm_head.weight", {v, h});
+  w.norm = ckpt.load("model.norm.weight", {h});
+  w.lm_head = c.tie_word_embeddings ? w.embed_tokens : ckpt.load("lm_head.weight", {v, h}, weight_dtype);
   return w;
 }
 
-ModelWeights synthetic_weights(const ModelConfig& c, std::uint64_t seed, ThreadPool& pool) {
+ModelWeights synthetic_weights(const ModelConfig& c, std::uint64_t seed, ThreadPool& pool, DType weight_dtype) {
+  check(weight_dtype == DType::F32 || weight_dtype == DType::BF16, "synthetic weights can be f32 or bf16, not ",
+        dtype_name(weight_dtype));
   const std::int64_t v = c.vocab_size, h = c.hidden_size;
   auto matrix = [&](const std::string& name, std::vector<std::int64_t> shape) {
     const float stddev = 1.0f / std::sqrt(static_cast<float>(shape.back()));
-    return synthetic(name, std::move(shape), 0.0f, stddev, seed, pool);
+    Tensor t = synthetic(name, std::move(shape), 0.0f, stddev, seed, pool);
+    return weight_dtype == DType::BF16 ? to_bf16(t, pool) : t;
   };
   ModelWeights w;
   w.embed_tokens = matrix("model.embed_tokens.weight", {v, h});

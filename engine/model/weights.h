@@ -17,7 +17,8 @@ namespace servelab {
 
 class ThreadPool;
 
-/// Parameters of one decoder block (f32 on the CPU for now).
+/// Parameters of one decoder block. Matrices are f32 or bf16 (the model's
+/// weight dtype); norm weights and biases are always f32 (they are tiny).
 struct LayerWeights {
   Tensor input_layernorm;           ///< [hidden] RMSNorm weight before attention
   Tensor q_proj;                    ///< [q_dim, hidden]
@@ -33,7 +34,7 @@ struct LayerWeights {
   Tensor down_proj;                 ///< [hidden, intermediate]
 };
 
-/// All parameters of a model.
+/// All parameters of a model (the embedding and LM head in the weight dtype).
 struct ModelWeights {
   Tensor embed_tokens;               ///< [vocab, hidden]
   std::vector<LayerWeights> layers;  ///< num_hidden_layers blocks
@@ -44,12 +45,14 @@ struct ModelWeights {
 /**
  * @brief Loads every tensor the config calls for from a checkpoint folder.
  *
- * f32 tensors are views into the memory-mapped files; f16/bf16 are widened
- * to f32. A tied model's LM head is the embedding (an `lm_head.weight` in the
- * file, if any, is ignored as transformers does).
+ * Tensors already stored in the requested dtype are views into the
+ * memory-mapped files (a bf16 checkpoint loaded as bf16 is never copied);
+ * the others are converted once. A tied model's LM head is the embedding (an
+ * `lm_head.weight` in the file, if any, is ignored as transformers does).
+ * @param weight_dtype f32 or bf16, for the matrices and the embedding.
  * @throws Error naming the tensor and file when one is missing or has the wrong shape.
  */
-ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path& dir);
+ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path& dir, DType weight_dtype = DType::F32);
 
 /**
  * @brief Deterministic synthetic weights for any config, so every lab runs with no download.
@@ -57,10 +60,13 @@ ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path
  * Element i of the tensor named N is a function of (seed, N, i) only, so the
  * weights are the same on every machine and for every thread count. Matrices
  * are uniform with standard deviation 1/sqrt(in_features) (keeps activations
- * and logits of order 1), norm weights are 1, biases are small.
+ * and logits of order 1), norm weights are 1, biases are small. In bf16 the
+ * values are the f32 ones rounded to nearest even.
  * @param pool threads used to fill the buffers.
+ * @param weight_dtype f32 or bf16, for the matrices and the embedding.
  */
-ModelWeights synthetic_weights(const ModelConfig& config, std::uint64_t seed, ThreadPool& pool);
+ModelWeights synthetic_weights(const ModelConfig& config, std::uint64_t seed, ThreadPool& pool,
+                               DType weight_dtype = DType::F32);
 
 /// Name of a layer tensor as in Hugging Face checkpoints, e.g. layer_tensor_name(3, "mlp.up_proj.weight").
 std::string layer_tensor_name(int layer, const char* suffix);

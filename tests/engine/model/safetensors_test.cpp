@@ -59,16 +59,16 @@ TEST_CASE("f32 loads as a view into the mapping - f16 and bf16 are widened", "[s
   test::ScratchDir dir("st");
   write_file(dir.path() / "model.safetensors", three_dtypes());
   Checkpoint ckpt(dir.path());
-  const Tensor a = ckpt.load_f32("a", {2, 2});
+  const Tensor a = ckpt.load("a", {2, 2});
   CHECK(std::vector<float>(a.as<float>(), a.as<float>() + 4) == std::vector<float>{1.0f, -2.0f, 0.5f, 3.0f});
   // No copy: the tensor's data lies inside the memory-mapped file.
   SafetensorsFile file(dir.path() / "model.safetensors");
   const auto* map_begin = static_cast<const std::byte*>(a.owner.get());
   CHECK(static_cast<const std::byte*>(a.data) > map_begin);
   CHECK(static_cast<const std::byte*>(a.data) < map_begin + std::filesystem::file_size(dir.path() / "model.safetensors"));
-  const Tensor b = ckpt.load_f32("b", {3});
+  const Tensor b = ckpt.load("b", {3});
   CHECK(std::vector<float>(b.as<float>(), b.as<float>() + 3) == std::vector<float>{1.0f, -2.0f, 0.25f});
-  const Tensor c = ckpt.load_f32("c", {1, 3});
+  const Tensor c = ckpt.load("c", {1, 3});
   CHECK(std::vector<float>(c.as<float>(), c.as<float>() + 3) == std::vector<float>{1.0f, 0x1.0p-24f, -1.0f});
 }
 
@@ -111,8 +111,8 @@ TEST_CASE("checkpoint folders: missing tensor / wrong shape / missing files", "[
   REQUIRE_ERROR_MENTIONS(Checkpoint{dir.path()}, dir.path().string(), "model.safetensors");
   write_file(dir.path() / "model.safetensors", three_dtypes());
   Checkpoint ckpt(dir.path());
-  REQUIRE_ERROR_MENTIONS(ckpt.load_f32("lm_head.weight", {8, 4}), "lm_head.weight", "[8, 4]", "missing");
-  REQUIRE_ERROR_MENTIONS(ckpt.load_f32("a", {4, 2}), "'a'", "[2, 2]", "expected [4, 2]");
+  REQUIRE_ERROR_MENTIONS(ckpt.load("lm_head.weight", {8, 4}), "lm_head.weight", "[8, 4]", "missing");
+  REQUIRE_ERROR_MENTIONS(ckpt.load("a", {4, 2}), "'a'", "[2, 2]", "expected [4, 2]");
   REQUIRE_ERROR_MENTIONS(Checkpoint{dir.path() / "nope"}, "nope", "not a directory");
 }
 

@@ -1,0 +1,55 @@
+/**
+ * @file rows.h
+ * @brief The row-wise GEMM kernels: out[m][n] = dot(x[m], w[n]) for a
+ *        range of weight rows, one implementation per instruction set.
+ *
+ * What changed from the naive reference (gemm.h, matmul_reference()): the
+ * dot products run on SIMD registers, four weight rows at a time against up
+ * to four input rows, and bf16 weights are widened in registers instead of
+ * in memory. What it removes: a decode step (M = 1) reads each weight once,
+ * at close to memory bandwidth, which OpenBLAS's sgemm with M = 1 does not.
+ * What is left: for large M, re-reading the inputs once per weight row makes
+ * it slower than a blocked BLAS GEMM, which fast mode uses instead.
+ *
+ * Every dot product is accumulated in one register, over K in the same
+ * order, whatever the tile it sits in: the result of row m is bit-identical
+ * for any M and any thread split. That is the engine's deterministic mode.
+ * Results differ between instruction sets (the lane count changes the order).
+ */
+#pragma once
+
+#include <cstdint>
+
+namespace servelab::cpu {
+
+/**
+ * @brief Signature shared by every instruction set's kernel.
+ * @param out   [M, N] output, rows of N floats; only columns [n0, n1) are written.
+ * @param x     [M, K] inputs.
+ * @param w     [N, K] weights, f32 or bf16 bits (row-major).
+ * @param w_bf16 true when @p w holds bf16.
+ */
+using RowsKernel = void (*)(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0,
+                            int n1);
+
+void rows_generic(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1);  ///< portable C++
+void rows_avx2(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1);     ///< AVX2 + FMA, 8 lanes
+void rows_avx512(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1);   ///< AVX-512F/BW/VL, 16 lanes
+
+/// Instruction sets a row kernel exists for, best first.
+enum class Isa { Avx512, Avx2, Generic };
+
+/// Name of @p isa ("avx512", "avx2", "generic").
+const char* isa_name(Isa isa);
+/// True when this CPU can run @p isa.
+bool isa_supported(Isa isa);
+/// The kernel for @p isa.
+RowsKernel rows_kernel(Isa isa);
+/**
+ * @brief The instruction set the engine uses: the best this CPU supports, or
+ *        the one named by the environment variable SERVELAB_ISA
+ *        (avx512, avx2, generic) when it is set and supported.
+ */
+Isa active_isa();
+
+}  // namespace servelab::cpu

@@ -1,0 +1,77 @@
+// AVX2 + FMA row kernel (compiled with -mavx2 -mfma; called only after a CPU check).
+// Intrinsics and plain loops only, for the same reason as rows_avx512.cpp.
+#include <immintrin.h>
+
+#include "kernels/cpu/rows.h"
+
+namespace servelab::cpu {
+
+namespace {
+
+inline __m256 load_w(const float* w, long i) { return _mm256_loadu_ps(w + i); }
+inline __m256 load_w(const std::uint16_t* w, long i) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+inline float widen(float v) { return v; }
+inline float widen(std::uint16_t v) {
+  const __m128i h = _mm_cvtsi32_si128(static_cast<int>(v) << 16);
+  return _mm_cvtss_f32(_mm_castsi128_ps(h));
+}
+
+// Horizontal sum in a fixed order: high and low halves, then pairs.
+inline float reduce(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+template <int NR, int MR, typename W>
+inline void tile(float* out, const float* x, const W* w, int N, int K, int n, int m) {
+  __m256 acc[NR][MR];
+  for (int a = 0; a < NR; ++a)
+    for (int b = 0; b < MR; ++b) acc[a][b] = _mm256_setzero_ps();
+  const int K8 = K & ~7;
+  for (int k = 0; k < K8; k += 8) {
+    __m256 xv[MR];
+    for (int b = 0; b < MR; ++b) xv[b] = _mm256_loadu_ps(x + static_cast<long>(m + b) * K + k);
+    for (int a = 0; a < NR; ++a) {
+      const __m256 wv = load_w(w, static_cast<long>(n + a) * K + k);
+      for (int b = 0; b < MR; ++b) acc[a][b] = _mm256_fmadd_ps(wv, xv[b], acc[a][b]);
+    }
+  }
+  for (int a = 0; a < NR; ++a)
+    for (int b = 0; b < MR; ++b) {
+      float s = reduce(acc[a][b]);
+      const float* xm = x + static_cast<long>(m + b) * K;
+      const W* wn = w + static_cast<long>(n + a) * K;
+      for (int k = K8; k < K; ++k) s += xm[k] * widen(wn[k]);  // K % 8 tail, in order
+      out[static_cast<long>(m + b) * N + n + a] = s;
+    }
+}
+
+template <int NR, typename W>
+inline void column_block(float* out, const float* x, const W* w, int M, int N, int K, int n) {
+  int m = 0;
+  for (; m + 2 <= M; m += 2) tile<NR, 2>(out, x, w, N, K, n, m);
+  for (; m < M; ++m) tile<NR, 1>(out, x, w, N, K, n, m);
+}
+
+template <typename W>
+void rows(float* out, const float* x, const W* w, int M, int N, int K, int n0, int n1) {
+  int n = n0;
+  for (; n + 4 <= n1; n += 4) column_block<4>(out, x, w, M, N, K, n);
+  for (; n < n1; ++n) column_block<1>(out, x, w, M, N, K, n);
+}
+
+}  // namespace
+
+void rows_avx2(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1) {
+  if (w_bf16)
+    rows(out, x, static_cast<const std::uint16_t*>(w), M, N, K, n0, n1);
+  else
+    rows(out, x, static_cast<const float*>(w), M, N, K, n0, n1);
+}
+
+}  // namespace servelab::cpu

@@ -1,0 +1,61 @@
+// AVX-512 row kernel (compiled with -mavx512f -mavx512bw -mavx512vl -mfma; called only after a CPU check).
+// Uses intrinsics and plain loops only: no inline library templates, whose
+// AVX-512 instantiations could be merged into code that runs on older CPUs.
+#include <immintrin.h>
+
+#include "kernels/cpu/rows.h"
+
+namespace servelab::cpu {
+
+namespace {
+
+// 16 weights starting at w + i, widened to f32; `mask` selects the valid lanes of a tail.
+inline __m512 load_w(const float* w, long i, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, w + i); }
+inline __m512 load_w(const std::uint16_t* w, long i, __mmask16 mask) {
+  const __m256i h = _mm256_maskz_loadu_epi16(mask, w + i);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));  // bf16 is the top half of f32
+}
+
+// out[m][n..n+NR) for MR inputs against NR weight rows; one accumulator per dot product.
+template <int NR, int MR, typename W>
+inline void tile(float* out, const float* x, const W* w, int N, int K, int n, int m) {
+  __m512 acc[NR][MR];
+  for (int a = 0; a < NR; ++a)
+    for (int b = 0; b < MR; ++b) acc[a][b] = _mm512_setzero_ps();
+  for (int k = 0; k < K; k += 16) {
+    const __mmask16 mask = K - k >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (K - k)) - 1);
+    __m512 xv[MR];
+    for (int b = 0; b < MR; ++b) xv[b] = _mm512_maskz_loadu_ps(mask, x + static_cast<long>(m + b) * K + k);
+    for (int a = 0; a < NR; ++a) {
+      const __m512 wv = load_w(w, static_cast<long>(n + a) * K + k, mask);
+      for (int b = 0; b < MR; ++b) acc[a][b] = _mm512_fmadd_ps(wv, xv[b], acc[a][b]);
+    }
+  }
+  for (int a = 0; a < NR; ++a)
+    for (int b = 0; b < MR; ++b) out[static_cast<long>(m + b) * N + n + a] = _mm512_reduce_add_ps(acc[a][b]);
+}
+
+template <int NR, typename W>
+inline void column_block(float* out, const float* x, const W* w, int M, int N, int K, int n) {
+  int m = 0;
+  for (; m + 4 <= M; m += 4) tile<NR, 4>(out, x, w, N, K, n, m);
+  for (; m < M; ++m) tile<NR, 1>(out, x, w, N, K, n, m);
+}
+
+template <typename W>
+void rows(float* out, const float* x, const W* w, int M, int N, int K, int n0, int n1) {
+  int n = n0;
+  for (; n + 4 <= n1; n += 4) column_block<4>(out, x, w, M, N, K, n);
+  for (; n < n1; ++n) column_block<1>(out, x, w, M, N, K, n);
+}
+
+}  // namespace
+
+void rows_avx512(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1) {
+  if (w_bf16)
+    rows(out, x, static_cast<const std::uint16_t*>(w), M, N, K, n0, n1);
+  else
+    rows(out, x, static_cast<const float*>(w), M, N, K, n0, n1);
+}
+
+}  // namespace servelab::cpu

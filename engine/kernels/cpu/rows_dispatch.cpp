@@ -1,0 +1,59 @@
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/cpu/rows.h"
+
+namespace servelab::cpu {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512: return "avx512";
+    case Isa::Avx2: return "avx2";
+    case Isa::Generic: return "generic";
+  }
+  return "?";
+}
+
+bool isa_supported(Isa isa) {
+#if defined(SERVELAB_X86_KERNELS)
+  __builtin_cpu_init();
+  switch (isa) {
+    case Isa::Avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
+    case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::Generic: return true;
+  }
+  return false;
+#else
+  return isa == Isa::Generic;
+#endif
+}
+
+RowsKernel rows_kernel(Isa isa) {
+#if defined(SERVELAB_X86_KERNELS)
+  if (isa == Isa::Avx512) return rows_avx512;
+  if (isa == Isa::Avx2) return rows_avx2;
+#endif
+  return rows_generic;
+}
+
+Isa active_isa() {
+  static const Isa chosen = [] {
+    if (const char* env = std::getenv("SERVELAB_ISA")) {
+      for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Generic})
+        if (std::string(env) == isa_name(isa)) {
+          check(isa_supported(isa), "SERVELAB_ISA=", env, ": this CPU does not support it");
+          return isa;
+        }
+      fail("SERVELAB_ISA=", env, ": unknown (expected avx512, avx2 or generic)");
+    }
+    for (Isa isa : {Isa::Avx512, Isa::Avx2})
+      if (isa_supported(isa)) return isa;
+    return Isa::Generic;
+  }();
+  return chosen;
+}
+
+}  // namespace servelab::cpu

@@ -1,0 +1,41 @@
+/**
+ * @file work.h
+ * @brief Closed-form counts of the work a model step does: FLOPs of the K/V
+ *        projections and of attention, and the bytes a KV cache holds.
+ *
+ * A multiply-add counts as 2 FLOPs. For one layer, a step that feeds n new
+ * tokens at positions c .. c+n-1 (c = tokens already cached) does
+ * - K and V projections: \f$ 2 \cdot n \cdot hidden \cdot 2\,kv\_dim \f$,
+ * - attention scores and weighted sum: \f$ \sum_{p=c}^{c+n-1} 2 \cdot 2 (p+1) \cdot q\_dim \f$
+ *   (QKᵀ and PV, each (p+1)·head_dim multiply-adds per query head).
+ * Without a cache every step is a prefill of the whole sequence (c = 0,
+ * n = L): O(L²·D) attention work per step instead of O(L·D).
+ *
+ * Lab 03 adds counters measured inside the kernels and tests them against these formulas.
+ * @see labs/02_kv_cache/README.md
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "model/config.h"
+
+namespace servelab {
+
+/// FLOPs of the K and V projections (all layers) for @p new_tokens tokens.
+double kv_projection_flops(const ModelConfig& config, std::int64_t new_tokens);
+
+/**
+ * @brief FLOPs of attention (QKᵀ and PV, all layers, all heads) for
+ *        @p new_tokens queries following @p cached_tokens cached ones.
+ */
+double attention_flops(const ModelConfig& config, std::int64_t cached_tokens, std::int64_t new_tokens);
+
+/**
+ * @brief Bytes of K and V for @p batch sequences of @p context_len tokens:
+ *        \f$ 2 \cdot layers \cdot kv\_heads \cdot head\_dim \cdot L \cdot B \cdot bytes \f$.
+ */
+std::uint64_t kv_cache_bytes(const ModelConfig& config, std::int64_t context_len, std::int64_t batch, DType dtype);
+
+}  // namespace servelab

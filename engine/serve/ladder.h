@@ -1,0 +1,29 @@
+/**
+ * @file ladder.h
+ * @brief The course's ladder of techniques in one place: lab N runs lab
+ *        N-1's configuration with one more switch on.
+ *
+ * | lab | switch turned on |
+ * |-----|------------------|
+ * | 01_autoregressive | none: every step recomputes the whole sequence |
+ * | 02_kv_cache | kv_cache |
+ *
+ * Later labs add their switch here (paged KV, flash attention, chunked
+ * prefill, disaggregation), so the whole ladder reads top to bottom.
+ */
+#pragma once
+
+namespace servelab {
+
+/// Serving techniques that the labs turn on one at a time.
+struct Techniques {
+  bool kv_cache = false;  ///< lab 02: keep K/V of earlier tokens instead of recomputing them
+
+  /**
+   * @brief The techniques on in lab @p lab (1-based).
+   * @throws Error for a lab number outside the labs that exist.
+   */
+  static Techniques for_lab(int lab);
+};
+
+}  // namespace servelab

@@ -1,0 +1,37 @@
+/**
+ * @file metrics.h
+ * @brief Latency statistics: percentiles and the summary every lab table
+ *        prints (median, p99, min, max), computed in one place.
+ *
+ * Request metrics follow vLLM's definitions: TTFT is arrival to first token,
+ * TPOT = (E2E - TTFT) / (output tokens - 1), ITL is the gap between two
+ * consecutive tokens of one request.
+ */
+#pragma once
+
+#include <vector>
+
+namespace servelab {
+
+/**
+ * @brief The @p q-th percentile (0..100) with linear interpolation between
+ *        closest ranks, as numpy.percentile's default.
+ * @param samples values in any order; must not be empty.
+ * @throws Error when @p samples is empty or @p q is outside [0, 100].
+ */
+double percentile(std::vector<double> samples, double q);
+
+/// Summary of repeated measurements, in the samples' unit.
+struct Summary {
+  double median = 0;  ///< p50
+  double p99 = 0;     ///< 99th percentile
+  double min = 0;     ///< smallest sample
+  double max = 0;     ///< largest sample
+  double mean = 0;    ///< arithmetic mean
+  int count = 0;      ///< number of samples
+};
+
+/// Summarises @p samples (must not be empty).
+Summary summarize(const std::vector<double>& samples);
+
+}  // namespace servelab

@@ -1,0 +1,124 @@
+/**
+ * @file main.cpp
+ * @brief Lab 01 — autoregressive generation with no KV cache.
+ *
+ * Every step feeds the whole sequence so far through the model (prefill of
+ * the prompt, then prefill of prompt + 1 token, ...), exactly as
+ * transformers' generate(use_cache=False) does. The lab prints the cost of
+ * each step, TTFT and TPOT, and checks that the tokens equal the engine's
+ * reference path (KV cache on), so lab 02 can turn the cache on knowing
+ * the baseline is right.
+ * @see labs/01_autoregressive/README.md
+ */
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "core/error.h"
+#include "lab.h"
+#include "serve/generate.h"
+#include "serve/ladder.h"
+#include "serve/workload.h"
+
+using namespace servelab;
+using namespace servelab::lab;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Lab 01: autoregressive generation, recomputing the whole sequence every step", "lab_01_autoregressive"};
+  LabOptions o;
+  add_common_options(app, o, "small");
+  int prompt_len = 64, max_new_tokens = 64;
+  auto* prompt_opt = app.add_option("--prompt-len", prompt_len, "prompt length in tokens")->capture_default_str();
+  auto* new_opt = app.add_option("--max-new-tokens", max_new_tokens, "tokens to generate")->capture_default_str();
+
+  return run_lab(app, argc, argv, [&] {
+    if (o.quick) {  // a smoke run: small sizes unless given, one timed run
+      if (prompt_opt->count() == 0) prompt_len = 16;
+      if (new_opt->count() == 0) max_new_tokens = 12;
+      o.repeats = 1;
+      o.warmup = 0;
+    }
+    check(max_new_tokens >= 2, "--max-new-tokens must be >= 2 (TPOT needs a second token), got ", max_new_tokens);
+    auto model = load_model(o, /*deterministic=*/true);
+    const auto prompt = synthetic_prompt(prompt_len, model->config().vocab_size, o.seed);
+
+    Report report("01_autoregressive", o.out);
+    describe_run(report, *model, o);
+    report.setting("technique", "none: KV cache off, every step recomputes the whole sequence");
+    report.setting("workload", std::to_string(prompt_len) + "-token stand-in prompt, greedy, " +
+                                   std::to_string(max_new_tokens) + " new tokens");
+    report.print_settings("Lab 01 — autoregressive generation, no KV cache");
+
+    GenerateOptions gen;
+    gen.max_new_tokens = max_new_tokens;
+    gen.use_kv_cache = Techniques::for_lab(1).kv_cache;
+    std::vector<GenerateResult> runs;
+    {
+      Progress bar("generating", static_cast<long>(o.warmup + o.repeats) * max_new_tokens);
+      for (int i = 0; i < o.warmup + o.repeats; ++i) {
+        GenerateResult r = generate(*model, prompt, gen, [&](std::int32_t) { bar.advance(); });
+        if (i >= o.warmup) runs.push_back(std::move(r));
+      }
+    }
+    for (const auto& r : runs)
+      check(r.output_ids == runs[0].output_ids, "lab 01: two runs of the same greedy request gave different tokens");
+    GenerateOptions reference = gen;
+    reference.use_kv_cache = true;
+    const auto ref = generate(*model, prompt, reference);
+    const auto& out = runs[0].output_ids;
+    if (ref.output_ids != out) {
+      const auto at = std::mismatch(out.begin(), out.end(), ref.output_ids.begin()).first - out.begin();
+      fail("lab 01: recompute path and reference path (KV cache) differ first at new token ", at, ": ", out[at],
+           " vs ", ref.output_ids[at]);
+    }
+
+    Table steps{"steps", "Per-step cost without a KV cache",
+                {"step", "phase", "context [tok]", "processed [tok]", "time [ms]", "min [ms]", "max [ms]"},
+                {0, 0, 0, 0, 2, 2, 2}, {}, ""};
+    std::vector<double> itl;  // every decode step of every run, for ITL percentiles
+    const int shown_every = std::max(1, max_new_tokens / 16);
+    for (int s = 0; s < static_cast<int>(out.size()); ++s) {
+      std::vector<double> ms;
+      for (const auto& r : runs) ms.push_back(r.step_seconds[s] * 1e3);
+      if (s > 0) itl.insert(itl.end(), ms.begin(), ms.end());
+      const Summary t = summarize(ms);
+      steps.add_row({static_cast<long long>(s + 1), std::string(s == 0 ? "prefill" : "decode"),
+                     static_cast<long long>(prompt_len + s), static_cast<long long>(runs[0].step_tokens[s]), t.median,
+                     t.min, t.max});
+    }
+    Table shown = steps;  // the terminal gets every k-th row; steps.csv gets all of them
+    shown.name = "steps_shown";
+    shown.rows.clear();
+    for (std::size_t r = 0; r < steps.rows.size(); ++r)
+      if (r % shown_every == 0 || r + 1 == steps.rows.size()) shown.rows.push_back(steps.rows[r]);
+    if (shown_every > 1) shown.note = "(every " + std::to_string(shown_every) + "th step shown; all steps are in steps.csv)";
+    report.add_table(shown);
+    report.add_table(steps, /*print=*/false);
+
+    std::vector<double> ttft, tpot, e2e;
+    for (const auto& r : runs) {
+      ttft.push_back(r.ttft() * 1e3);
+      tpot.push_back(r.tpot() * 1e3);
+      e2e.push_back((r.ttft() + r.tpot() * (r.output_ids.size() - 1)) * 1e3);
+    }
+    Table latency{"latency", "Request latency (vLLM definitions)", {"metric", "median [ms]", "p99 [ms]", "min [ms]", "max [ms]"},
+                  {0, 2, 2, 2, 2}, {}, "TPOT = (E2E - TTFT) / (output tokens - 1); ITL = gap between consecutive tokens."};
+    for (auto [name, v] : {std::pair{"TTFT", &ttft}, {"TPOT", &tpot}, {"ITL", &itl}, {"E2E", &e2e}}) {
+      const Summary s = summarize(*v);
+      latency.add_row({std::string(name), s.median, s.p99, s.min, s.max});
+    }
+    report.add_table(latency);
+
+    report.add_plot({"step_time", "steps", "step", {"time [ms]"}, "Lab 01: step time without a KV cache",
+                     "generation step", "time [ms]", false});
+    const double first = std::get<double>(steps.rows.front()[4]), last = std::get<double>(steps.rows.back()[4]);
+    std::ostringstream v;
+    v << std::fixed << std::setprecision(1) << "without a cache the step time grows " << last / first << "x, from "
+      << first << " ms (" << prompt_len << " tokens) to " << last << " ms (" << prompt_len + max_new_tokens - 1
+      << " tokens): every new token re-pays for its whole prefix. Tokens equal the reference path (hash "
+      << token_hash(out) << ").";
+    report.verdict(v.str());
+    report.save();
+  });
+}

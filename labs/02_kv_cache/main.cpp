@@ -1,0 +1,248 @@
+/**
+ * @file main.cpp
+ * @brief Lab 02 — the KV cache: lab 01's configuration with one switch
+ *        flipped (Techniques::kv_cache).
+ *
+ * Reproduces the source article's use_cache off/on experiment (same prompt,
+ * greedy, 20..400 new tokens), refuses to print a speedup unless both runs
+ * produced the same tokens, counts the K/V-projection and attention work the
+ * cache removes, and checks the KV memory formula against the bytes the
+ * engine's cache really allocates.
+ * @see labs/02_kv_cache/README.md
+ */
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "core/error.h"
+#include "kv/kv_cache.h"
+#include "lab.h"
+#include "perf/work.h"
+#include "serve/generate.h"
+#include "serve/ladder.h"
+#include "serve/workload.h"
+
+using namespace servelab;
+using namespace servelab::lab;
+
+namespace {
+
+// The article's prompt (seed 000, §2-5); used as text once the engine has a tokenizer.
+constexpr const char* kArticlePrompt =
+    "Explain why GPUs are particularly suitable for Transformer-based large language model inference. "
+    "Focus on matrix multiplication, parallelism, and memory usage.";
+
+// Median per-step seconds over runs that all generated the same number of tokens.
+std::vector<double> median_steps(const std::vector<GenerateResult>& runs) {
+  std::vector<double> out;
+  for (std::size_t s = 0; s < runs[0].step_seconds.size(); ++s) {
+    std::vector<double> v;
+    for (const auto& r : runs) v.push_back(r.step_seconds[s]);
+    out.push_back(summarize(v).median);
+  }
+  return out;
+}
+
+// Preset with its published kv head count, or forced to MHA (kv = heads) or MQA (kv = 1).
+ModelConfig variant(const std::string& name, const std::string& kind) {
+  ModelConfig c = preset(name);
+  if (kind == "MHA") c.num_key_value_heads = c.num_attention_heads;
+  if (kind == "MQA") c.num_key_value_heads = 1;
+  return c;
+}
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) bytes /= 1024.0, ++u;
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(bytes < 10 ? 2 : 1) << bytes << ' ' << units[u];
+  return os.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Lab 02: the KV cache, use_cache off vs on", "lab_02_kv_cache"};
+  LabOptions o;
+  add_common_options(app, o, "small");
+  std::vector<int> token_counts = {20, 50, 100, 200, 400};
+  int prompt_len = 30;
+  bool fast_reductions = false;
+  auto* counts_opt = app.add_option("--tokens", token_counts, "generated-token counts to measure")
+                         ->delimiter(',')
+                         ->capture_default_str();
+  app.add_option("--prompt-len", prompt_len, "stand-in prompt length for models without a tokenizer")
+      ->capture_default_str();
+  app.add_flag("--fast-reductions", fast_reductions,
+               "OpenBLAS GEMMs instead of deterministic ones: tokens may then differ, and the lab says where");
+
+  return run_lab(app, argc, argv, [&] {
+    if (o.quick) {
+      if (counts_opt->count() == 0) token_counts = {8, 16};
+      o.repeats = 1;
+      o.warmup = 0;
+    }
+    for (int n : token_counts) check(n >= 2, "--tokens: every count must be >= 2, got ", n);
+    std::sort(token_counts.begin(), token_counts.end());
+    auto model = load_model(o, /*deterministic=*/!fast_reductions);
+    const ModelConfig& c = model->config();
+    const auto prompt = synthetic_prompt(prompt_len, c.vocab_size, o.seed);
+    check(prompt_len + token_counts.back() <= c.max_position_embeddings, "--tokens ", token_counts.back(),
+          " + --prompt-len ", prompt_len, " exceeds max_position_embeddings (", c.max_position_embeddings, ") of ",
+          c.name);
+
+    Report report("02_kv_cache", o.out);
+    describe_run(report, *model, o);
+    report.setting("technique", "KV cache on (lab 01 + Techniques::kv_cache), compared with lab 01's recompute");
+    report.setting("workload", std::to_string(prompt_len) + "-token stand-in for the article's prompt (\"" +
+                                   std::string(kArticlePrompt).substr(0, 40) + "...\"), greedy");
+    report.print_settings("Lab 02 — KV cache: use_cache off vs on");
+
+    // 1. The article's experiment: time to generate N tokens, cache off vs on.
+    Table speed{"kv_cache_speedup", "Generation time, use_cache off vs on (the article's table)",
+                {"generated tokens", "no cache [s]", "KV cache [s]", "speedup", "no cache [tok/s]", "KV cache [tok/s]",
+                 "no cache min/max [s]", "KV cache min/max [s]", "same tokens"},
+                {0, 3, 3, 2, 1, 1, 0, 0, 0}, {}, ""};
+    std::vector<GenerateResult> longest_off, longest_on;
+    long total_steps = 0;
+    for (int n : token_counts) total_steps += 2L * n * (o.repeats + o.warmup);
+    std::optional<Progress> bar(std::in_place, "generating", total_steps);  // cleared before the tables print
+    std::string hash;
+    for (int n : token_counts) {
+      std::vector<GenerateResult> off, on;
+      for (int i = 0; i < o.warmup + o.repeats; ++i) {
+        // Alternate the two paths so a slow phase of the machine hits both.
+        for (bool cache : {false, true}) {
+          GenerateOptions gen;
+          gen.max_new_tokens = n;
+          gen.use_kv_cache = Techniques::for_lab(cache ? 2 : 1).kv_cache;
+          GenerateResult r = generate(*model, prompt, gen, [&](std::int32_t) { bar->advance(); });
+          if (i >= o.warmup) (cache ? on : off).push_back(std::move(r));
+        }
+      }
+      // The speedup means nothing unless both paths produced the same tokens.
+      for (std::size_t i = 0; i < off.size(); ++i) {
+        const auto& a = off[i].output_ids;
+        const auto& b = on[i].output_ids;
+        if (a != b) {
+          const auto at = std::mismatch(a.begin(), a.end(), b.begin()).first - a.begin();
+          fail("lab 02: with and without the KV cache the tokens differ first at new token ", at, " (", a[at], " vs ",
+               b[at], "); no speedup is printed for different outputs");
+        }
+      }
+      auto seconds = [](const std::vector<GenerateResult>& runs) {
+        std::vector<double> s;
+        for (const auto& r : runs) {
+          double t = 0;
+          for (double x : r.step_seconds) t += x;
+          s.push_back(t);
+        }
+        return summarize(s);
+      };
+      const Summary t_off = seconds(off), t_on = seconds(on);
+      auto min_max = [](const Summary& s) {
+        std::ostringstream os;
+        os << std::fixed << std::setprecision(3) << s.min << "/" << s.max;
+        return os.str();
+      };
+      speed.add_row({static_cast<long long>(n), t_off.median, t_on.median, t_off.median / t_on.median, n / t_off.median,
+                     n / t_on.median, min_max(t_off), min_max(t_on), std::string("yes")});
+      hash = token_hash(on[0].output_ids);
+      longest_off = std::move(off);
+      longest_on = std::move(on);
+    }
+    bar.reset();
+    speed.note = std::string("Times include prefill. ") +
+                 (fast_reductions ? "Both paths used OpenBLAS reductions; their tokens were checked equal"
+                                  : "Both paths use deterministic reductions, so equal tokens are guaranteed by "
+                                    "construction and checked here") +
+                 " (last run's hash " + hash + ").";
+    report.add_table(speed);
+
+    // 2. The work the cache removes, step by step, for the longest run.
+    const int n = token_counts.back();
+    const auto steps_off = median_steps(longest_off), steps_on = median_steps(longest_on);
+    Table work{"work_per_step", "Work per step for " + std::to_string(n) + " new tokens (GFLOP, all layers)",
+               {"step", "context L", "KV proj, no cache", "KV proj, cache", "attention, no cache", "attention, cache",
+                "no cache [ms]", "cache [ms]"},
+               {0, 0, 4, 4, 4, 4, 2, 2}, {}, ""};
+    double totals[6] = {0, 0, 0, 0, 0, 0};
+    std::vector<int> shown = {1, 2, n / 4, n / 2, 3 * n / 4, n};
+    for (int s = 1; s <= n; ++s) {
+      const int context = prompt_len + s - 1;  // tokens in the sequence when step s starts
+      const int computed = s == 1 ? 0 : context - 1;
+      const double row[6] = {kv_projection_flops(c, context) / 1e9, kv_projection_flops(c, context - computed) / 1e9,
+                             attention_flops(c, 0, context) / 1e9, attention_flops(c, computed, context - computed) / 1e9,
+                             steps_off[s - 1] * 1e3, steps_on[s - 1] * 1e3};
+      for (int k = 0; k < 6; ++k) totals[k] += row[k];
+      if (std::find(shown.begin(), shown.end(), s) != shown.end() && (work.rows.empty() ||
+                                                                        std::get<long long>(work.rows.back()[0]) != s))
+        work.add_row({static_cast<long long>(s), static_cast<long long>(context), row[0], row[1], row[2], row[3], row[4],
+                      row[5]});
+    }
+    work.add_row({std::string("total"), std::string(""), totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]});
+    work.note = "Without a cache step s re-projects all L tokens (O(L·D)) and attends L queries to L keys "
+                "(O(L²·D)); with it, one token is projected and one query attends (O(L·D)). Step 1 is the prefill.";
+    report.add_table(work);
+
+    // 3. KV memory: the formula for the published models and their MHA/GQA/MQA variants.
+    Table memory{"kv_memory", "KV cache size: 2 × layers × kv_heads × head_dim × L × B × bytes",
+                 {"model", "attention", "kv heads", "per token (bf16)", "L=2048 B=1 bf16", "L=8192 B=16 bf16",
+                  "L=2048 B=1 f32"},
+                 {0, 0, 0, 0, 0, 0, 0}, {}, ""};
+    for (const char* name : {"qwen2.5-0.5b", "qwen2.5-1.5b", "llama-3-8b", "llama-3-70b"})
+      for (const char* kind : {"MHA", "GQA", "MQA"}) {
+        const ModelConfig v = variant(name, kind);
+        memory.add_row({std::string(name), std::string(v.attention_kind()), static_cast<long long>(v.num_key_value_heads),
+                        human_bytes(kv_cache_bytes(v, 1, 1, DType::BF16)),
+                        human_bytes(kv_cache_bytes(v, 2048, 1, DType::BF16)),
+                        human_bytes(kv_cache_bytes(v, 8192, 16, DType::BF16)),
+                        human_bytes(kv_cache_bytes(v, 2048, 1, DType::F32))});
+      }
+    memory.note = "The published models use GQA (Qwen2.5: 2 KV heads, Llama 3: 8). Seed 000 quotes Llama-3-8B at "
+                  "2048 tokens ≈ 268 MB and 70B ≈ 671 MB (10^6 bytes): " +
+                  std::to_string(kv_cache_bytes(preset("llama-3-8b"), 2048, 1, DType::BF16)) + " and " +
+                  std::to_string(kv_cache_bytes(preset("llama-3-70b"), 2048, 1, DType::BF16)) + " bytes here.";
+    report.add_table(memory);
+
+    // 4. The formula against what the engine's cache really allocates (f32 cache, sizes this machine can hold).
+    Table measured{"kv_allocated", "Formula vs bytes the engine's contiguous KV cache allocated (f32)",
+                   {"model", "attention", "L", "B", "formula [bytes]", "allocated [bytes]", "equal"},
+                   {0, 0, 0, 0, 0, 0, 0}, {}, ""};
+    int cases = 0;
+    for (const char* name : {"tiny", "small", "qwen2.5-0.5b"})
+      for (const char* kind : {"MHA", "GQA", "MQA"})
+        for (auto [L, B] : {std::pair{128, 1}, {o.quick ? 256 : 1024, 4}}) {
+          const ModelConfig v = variant(name, kind);
+          const ContiguousKVCache cache(v, B, L);
+          const auto formula = kv_cache_bytes(v, L, B, DType::F32);
+          check(formula == cache.bytes_allocated(), "lab 02: KV formula gives ", formula, " bytes for ", name, " ",
+                kind, " but the cache allocated ", cache.bytes_allocated());
+          measured.add_row({std::string(name), std::string(v.attention_kind()), static_cast<long long>(L),
+                            static_cast<long long>(B), static_cast<long long>(formula),
+                            static_cast<long long>(cache.bytes_allocated()), std::string("yes")});
+          ++cases;
+        }
+    report.add_table(measured);
+
+    report.add_plot({"generation_time", "kv_cache_speedup", "generated tokens", {"no cache [s]", "KV cache [s]"},
+                     "Lab 02: time to generate N tokens", "generated tokens", "seconds", false});
+    Table per_step{"step_times", "Per-step time for " + std::to_string(n) + " new tokens", {"step", "no cache [ms]", "cache [ms]"},
+                   {0, 3, 3}, {}, ""};
+    for (int s = 1; s <= n; ++s)
+      per_step.add_row({static_cast<long long>(s), steps_off[s - 1] * 1e3, steps_on[s - 1] * 1e3});
+    report.add_table(per_step, /*print=*/false);
+    report.add_plot({"step_time", "step_times", "step", {"no cache [ms]", "cache [ms]"},
+                     "Lab 02: step time, recompute vs KV cache", "generation step", "time [ms]", true});
+
+    std::ostringstream v;
+    v << std::fixed << std::setprecision(1) << "the KV cache gives the same tokens and is "
+      << std::get<double>(speed.rows.back()[3]) << "x faster for " << n << " new tokens; the memory formula equals "
+      << "the allocated bytes in all " << cases << " cases.";
+    report.verdict(v.str());
+    report.save();
+  });
+}

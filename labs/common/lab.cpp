@@ -1,0 +1,120 @@
+#include "lab.h"
+
+#include <unistd.h>
+
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+namespace servelab::lab {
+
+void add_common_options(CLI::App& app, LabOptions& o, const std::string& default_preset) {
+  o.preset = default_preset;
+  auto* preset = app.add_option("--preset", o.preset, "model shape with synthetic weights")->capture_default_str();
+  app.add_option("--model", o.model_dir, "Hugging Face model folder instead of a preset")->excludes(preset);
+  app.add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
+  app.add_option("--dtype", o.dtype, "compute dtype")->capture_default_str();
+  app.add_option("--threads", o.threads, "CPU threads, 0 = all cores")->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of synthetic weights and prompts")->capture_default_str();
+  app.add_option("--out", o.out, "results folder")->capture_default_str();
+  app.add_flag("--quick", o.quick, "small sizes and one repeat: a smoke run in seconds");
+  app.add_option("--repeats", o.repeats, "timed runs per point (median reported)")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed runs before timing")->capture_default_str();
+}
+
+std::unique_ptr<Model> load_model(const LabOptions& o, bool deterministic) {
+  check(o.dtype == "f32", "--dtype ", o.dtype, ": only f32 compute exists so far (bf16 arrives with the CPU speed work)");
+  check(o.threads >= 0, "--threads must be >= 0 (0 = all cores), got ", o.threads);
+  check(o.repeats >= 1, "--repeats must be >= 1, got ", o.repeats);
+  check(o.warmup >= 0, "--warmup must be >= 0, got ", o.warmup);
+  EngineOptions engine;
+  engine.backend = parse_backend(o.backend, "--backend");
+  engine.num_threads = o.threads;
+  engine.deterministic = deterministic;
+  std::cerr << "loading " << (o.model_dir.empty() ? "preset " + o.preset + " (synthetic weights)" : o.model_dir)
+            << " ...\n";
+  return o.model_dir.empty() ? Model::from_preset(o.preset, o.seed, engine) : Model::from_pretrained(o.model_dir, engine);
+}
+
+void describe_run(Report& report, const Model& model, const LabOptions& o) {
+  const ModelConfig& c = model.config();
+  std::ostringstream shape;
+  shape << arch_name(c.arch) << ", " << std::fixed << std::setprecision(1) << c.num_parameters() / 1e6 << " M params, "
+        << c.num_hidden_layers << " layers, hidden " << c.hidden_size << ", " << c.attention_kind() << " "
+        << c.num_attention_heads << "/" << c.num_key_value_heads << " heads of " << c.head_dim << ", vocab "
+        << c.vocab_size;
+  report.setting("model", c.name + (o.model_dir.empty() ? " (synthetic weights, seed " + std::to_string(o.seed) + ")" : ""));
+  report.setting("shape", shape.str());
+  const auto machine = Report::machine_metadata();
+  report.setting("device", o.backend + ", " + machine["cpu"].get<std::string>() + ", " +
+                               std::to_string(model.num_threads()) + " threads");
+  report.setting("dtype", o.dtype + " weights and activations");
+  report.setting("reductions", model.options().deterministic ? "deterministic (batch-invariant)" : "fast (OpenBLAS)");
+  report.setting("timing", std::to_string(o.warmup) + " warm-up + " + std::to_string(o.repeats) +
+                               " timed runs per point, median shown (min/max in the files)");
+}
+
+std::vector<double> time_runs(int warmup, int repeats, const std::function<void()>& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> seconds;
+  for (int i = 0; i < repeats; ++i) {
+    const double start = now_seconds();
+    fn();
+    seconds.push_back(now_seconds() - start);
+  }
+  return seconds;
+}
+
+Progress::Progress(std::string label, long total)
+    : label_(std::move(label)), total_(std::max(1L, total)), enabled_(::isatty(STDERR_FILENO) != 0) {
+  draw();
+}
+
+Progress::~Progress() {
+  if (enabled_) std::cerr << "\r\033[K" << std::flush;
+}
+
+void Progress::advance(long units) {
+  done_ = std::min(total_, done_ + units);
+  draw();
+}
+
+void Progress::draw() const {
+  if (!enabled_) return;
+  const int width = 30, filled = static_cast<int>(width * done_ / total_);
+  std::cerr << "\r" << label_ << " [" << std::string(filled, '#') << std::string(width - filled, '.') << "] "
+            << 100 * done_ / total_ << "%" << std::flush;
+}
+
+int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    body();
+  } catch (const Error& e) {
+    std::cout.flush();
+    std::cerr << app.get_name() << ": error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << app.get_name() << ": error: out of memory (try --quick or a smaller --preset)\n";
+    return 1;
+  }
+  return 0;
+}
+
+std::string token_hash(const std::vector<std::int32_t>& ids) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (std::int32_t id : ids)
+    for (int b = 0; b < 4; ++b) h = (h ^ ((static_cast<std::uint32_t>(id) >> (8 * b)) & 0xffu)) * 0x100000001b3ull;
+  std::ostringstream os;
+  os << std::hex << std::setw(8) << std::setfill('0') << (h >> 32);
+  return os.str();
+}
+
+}  // namespace servelab::lab

@@ -1,0 +1,86 @@
+/**
+ * @file lab.h
+ * @brief The harness every lab's main() uses: common flags, model loading,
+ *        repeated timing with warm-up, a progress bar, and error handling.
+ *
+ * A lab is a short main(): parse flags, load the model, run the engine in
+ * lab N-1's and lab N's configuration (serve/ladder.h), check the outputs
+ * agree, print and save the tables (report.h).
+ */
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "model/model.h"
+#include "report.h"
+#include "serve/metrics.h"
+
+namespace servelab::lab {
+
+/// Flags shared by every lab.
+struct LabOptions {
+  std::string preset;              ///< synthetic preset (the lab's default when neither flag is given)
+  std::string model_dir;           ///< Hugging Face model folder instead of a preset
+  std::string backend = "cpu";     ///< cpu or cuda
+  std::string dtype = "f32";       ///< compute dtype
+  int threads = 0;                 ///< CPU threads, 0 = all cores
+  std::uint64_t seed = 0;          ///< seeds synthetic weights and stand-in prompts
+  std::string out = "results";     ///< results root folder
+  bool quick = false;              ///< smaller sizes and one repeat: a smoke run in seconds
+  int repeats = 3;                 ///< timed runs per point (the median is reported)
+  int warmup = 1;                  ///< untimed runs before timing
+};
+
+/// Registers the common flags on @p app, with @p default_preset as --preset's default.
+void add_common_options(CLI::App& app, LabOptions& options, const std::string& default_preset);
+
+/**
+ * @brief Loads the model the flags ask for.
+ * @throws Error naming the flag when --dtype or --threads is out of range, or
+ *         the model cannot be loaded.
+ */
+std::unique_ptr<Model> load_model(const LabOptions& options, bool deterministic);
+
+/// Adds the model/machine/option lines every lab's settings block starts with.
+void describe_run(Report& report, const Model& model, const LabOptions& options);
+
+/**
+ * @brief Runs @p fn @p warmup times untimed, then @p repeats times timed.
+ * @return wall-clock seconds of each timed run.
+ */
+std::vector<double> time_runs(int warmup, int repeats, const std::function<void()>& fn);
+
+/// A one-line progress bar on stderr, drawn only when stderr is a terminal.
+class Progress {
+ public:
+  /// Starts a bar labelled @p label for @p total units of work.
+  Progress(std::string label, long total);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  /// Advances by @p units.
+  void advance(long units = 1);
+
+ private:
+  void draw() const;
+  std::string label_;
+  long total_, done_ = 0;
+  bool enabled_;
+};
+
+/**
+ * @brief Parses the flags and runs @p body; turns every servelab::Error into
+ *        one "<lab>: error: ..." line on stderr and exit status 1.
+ */
+int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& body);
+
+/// Short FNV-1a hash of token ids, printed so runs that must agree visibly agree.
+std::string token_hash(const std::vector<std::int32_t>& ids);
+
+}  // namespace servelab::lab

@@ -1,0 +1,195 @@
+#include "report.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "core/error.h"
+#include "kernels/cuda_runtime_probe.h"
+
+namespace servelab::lab {
+
+namespace {
+
+std::string format_cell(const Cell& cell, int precision) {
+  std::ostringstream os;
+  if (const auto* s = std::get_if<std::string>(&cell)) return *s;
+  if (const auto* i = std::get_if<long long>(&cell)) return std::to_string(*i);
+  os << std::fixed << std::setprecision(precision) << std::get<double>(cell);
+  return os.str();
+}
+
+nlohmann::ordered_json cell_json(const Cell& cell) {
+  return std::visit([](const auto& v) { return nlohmann::ordered_json(v); }, cell);
+}
+
+std::string csv_escape(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+std::string run_command(const std::string& cmd) {
+  std::string out;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    ::pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+void Table::add_row(std::vector<Cell> row) {
+  check(row.size() == columns.size(), "table ", name, ": row has ", row.size(), " cells, header has ", columns.size());
+  rows.push_back(std::move(row));
+}
+
+void Table::print_markdown(std::ostream& os) const {
+  std::vector<std::vector<std::string>> text;
+  std::vector<std::size_t> width(columns.size());
+  for (std::size_t c = 0; c < columns.size(); ++c) width[c] = columns[c].size();
+  for (const auto& row : rows) {
+    text.emplace_back();
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      text.back().push_back(format_cell(row[c], c < precision.size() ? precision[c] : 2));
+      width[c] = std::max(width[c], text.back().back().size());
+    }
+  }
+  os << "### " << title << "\n\n|";
+  for (std::size_t c = 0; c < columns.size(); ++c) os << ' ' << std::left << std::setw(int(width[c])) << columns[c] << " |";
+  os << "\n|";
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    // Text columns align left, numbers right (Markdown's ---: marker).
+    const bool numeric = !rows.empty() && !std::holds_alternative<std::string>(rows[0][c]);
+    os << std::string(width[c] + 1, '-') << (numeric ? ":|" : "-|");
+  }
+  os << "\n";
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    os << "|";
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const bool numeric = !std::holds_alternative<std::string>(rows[r][c]);
+      os << ' ' << (numeric ? std::right : std::left) << std::setw(int(width[c])) << text[r][c] << " |";
+    }
+    os << "\n";
+  }
+  if (!note.empty()) os << "\n" << note << "\n";
+  os << "\n";
+}
+
+void Table::write_csv(const std::filesystem::path& path) const {
+  std::ofstream out(path);
+  check(out.good(), path.string(), ": cannot write CSV");
+  for (std::size_t c = 0; c < columns.size(); ++c) out << (c ? "," : "") << csv_escape(columns[c]);
+  out << "\n" << std::setprecision(17);
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      out << (c ? "," : "");
+      std::visit([&](const auto& v) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) out << csv_escape(v);
+        else out << v;
+      }, row[c]);
+    }
+    out << "\n";
+  }
+}
+
+nlohmann::ordered_json Table::to_json() const {
+  nlohmann::ordered_json rows_json = nlohmann::ordered_json::array();
+  for (const auto& row : rows) {
+    nlohmann::ordered_json r = nlohmann::ordered_json::array();
+    for (const auto& cell : row) r.push_back(cell_json(cell));
+    rows_json.push_back(r);
+  }
+  return {{"name", name}, {"title", title}, {"columns", columns}, {"rows", rows_json}, {"note", note}};
+}
+
+Report::Report(std::string lab, const std::filesystem::path& out) : lab_(std::move(lab)), dir_(out / lab_) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  check(!ec, "--out ", out.string(), ": cannot create ", dir_.string(), " (", ec.message(), ")");
+  const auto probe = dir_ / ".write-test";
+  check(std::ofstream(probe).good(), "--out ", out.string(), ": folder ", dir_.string(), " is not writable");
+  std::filesystem::remove(probe, ec);
+}
+
+void Report::setting(const std::string& key, const std::string& value) { settings_[key] = value; }
+
+void Report::print_settings(const std::string& title) const {
+  std::cout << "## " << title << "\n\n";
+  std::size_t width = 0;
+  for (const auto& [key, value] : settings_.items()) width = std::max(width, key.size());
+  for (const auto& [key, value] : settings_.items())
+    std::cout << std::left << std::setw(int(width)) << key << "  " << value.get<std::string>() << "\n";
+  std::cout << "\n";
+}
+
+void Report::add_table(const Table& table, bool print) {
+  if (print) {
+    table.print_markdown(std::cout);
+    std::cout.flush();
+  }
+  tables_.push_back(table);
+}
+
+void Report::add_plot(PlotSpec plot) { plots_.push_back(std::move(plot)); }
+
+void Report::verdict(const std::string& text) {
+  verdict_ = text;
+  std::cout << "**Verdict:** " << text << "\n";
+}
+
+nlohmann::ordered_json Report::machine_metadata() {
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::string commit = run_command("git -C '" SERVELAB_SOURCE_DIR "' rev-parse --short HEAD 2>/dev/null");
+  if (!commit.empty() && !run_command("git -C '" SERVELAB_SOURCE_DIR "' status --porcelain --untracked-files=no 2>/dev/null").empty())
+    commit += "-dirty";
+  return {{"cpu", cpu_model()},
+          {"cpu_threads", std::thread::hardware_concurrency()},
+          {"gpu", cuda_device_summary()},
+          {"git_commit", commit.empty() ? "unknown" : commit},
+          {"date_utc", date}};
+}
+
+std::filesystem::path Report::save() const {
+  nlohmann::ordered_json j;
+  j["lab"] = lab_;
+  j["machine"] = machine_metadata();
+  j["settings"] = settings_;
+  j["tables"] = nlohmann::ordered_json::array();
+  for (const auto& t : tables_) {
+    j["tables"].push_back(t.to_json());
+    t.write_csv(dir_ / (t.name + ".csv"));
+  }
+  j["plots"] = nlohmann::ordered_json::array();
+  for (const auto& p : plots_)
+    j["plots"].push_back({{"name", p.name}, {"table", p.table}, {"x", p.x}, {"y", p.y}, {"title", p.title},
+                          {"xlabel", p.xlabel}, {"ylabel", p.ylabel}, {"logy", p.logy}});
+  j["verdict"] = verdict_;
+  const auto path = dir_ / (lab_ + ".json");
+  std::ofstream out(path);
+  check(out.good(), path.string(), ": cannot write results");
+  out << j.dump(2) << "\n";
+  std::cerr << "results: " << path.string() << " (+ " << tables_.size() << " CSV)\n";
+  return path;
+}
+
+}  // namespace servelab::lab

@@ -1,0 +1,95 @@
+/**
+ * @file report.h
+ * @brief What every lab prints and saves: a settings block, fixed-width
+ *        Markdown tables, a verdict line; the same tables as JSON and CSV
+ *        with the run's metadata, and plot specifications that
+ *        tools/plot_lab.py draws from the JSON.
+ *
+ * Layout of a lab's results folder:
+ * @verbatim
+ *  <out>/<lab>/<lab>.json      metadata, settings, every table, plot specs, verdict
+ *  <out>/<lab>/<table>.csv     one file per table
+ *  <out>/<lab>/<plot>.png      drawn by tools/plot_lab.py from the JSON
+ * @endverbatim
+ */
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace servelab::lab {
+
+/// One table cell: text, an integer, or a number printed with its column's precision.
+using Cell = std::variant<std::string, long long, double>;
+
+/// A named table with typed cells; printed as Markdown and saved as CSV/JSON.
+struct Table {
+  std::string name;                  ///< file-safe id, e.g. "kv_cache_speedup"
+  std::string title;                 ///< heading printed above the table
+  std::vector<std::string> columns;  ///< column headers (units in brackets, e.g. "time [ms]")
+  std::vector<int> precision;        ///< digits after the point for double cells, per column
+  std::vector<std::vector<Cell>> rows;  ///< the rows; each has columns.size() cells
+  std::string note;                  ///< optional line printed under the table
+
+  /// Appends a row; @throws Error when its width differs from the header's.
+  void add_row(std::vector<Cell> row);
+  /// Prints the table as fixed-width Markdown.
+  void print_markdown(std::ostream& os) const;
+  /// Writes the table as CSV (full precision).
+  void write_csv(const std::filesystem::path& path) const;
+  /// The table as JSON: {"name", "title", "columns", "rows"}.
+  nlohmann::ordered_json to_json() const;
+};
+
+/// A line plot drawn by tools/plot_lab.py from a table in the JSON.
+struct PlotSpec {
+  std::string name;                 ///< output file stem
+  std::string table;                ///< table to read
+  std::string x;                    ///< column for the x axis
+  std::vector<std::string> y;       ///< columns drawn as lines
+  std::string title;                ///< plot title
+  std::string xlabel, ylabel;       ///< axis labels
+  bool logy = false;                ///< logarithmic y axis
+};
+
+/// Collects one lab run's settings, tables and plots, prints them, and saves them.
+class Report {
+ public:
+  /**
+   * @param lab  lab folder name, e.g. "02_kv_cache".
+   * @param out  results root (from --out); the lab's folder is created under it.
+   * @throws Error naming --out when the folder cannot be created or written.
+   */
+  Report(std::string lab, const std::filesystem::path& out);
+
+  /// Records a setting printed in the settings block and saved in the JSON.
+  void setting(const std::string& key, const std::string& value);
+  /// Prints the settings block (lab title and every setting so far) to stdout.
+  void print_settings(const std::string& title) const;
+  /// Keeps @p table for saving and, when @p print, prints it to stdout.
+  void add_table(const Table& table, bool print = true);
+  /// Adds a plot drawn later from the JSON.
+  void add_plot(PlotSpec plot);
+  /// Records and prints the one-line verdict.
+  void verdict(const std::string& text);
+  /// Writes <lab>.json and one CSV per table; returns the JSON path.
+  std::filesystem::path save() const;
+
+  /// The run's metadata: machine, git commit, date.
+  static nlohmann::ordered_json machine_metadata();
+
+ private:
+  std::string lab_;
+  std::filesystem::path dir_;
+  nlohmann::ordered_json settings_ = nlohmann::ordered_json::object();  // printed in insertion order
+  std::vector<Table> tables_;
+  std::vector<PlotSpec> plots_;
+  std::string verdict_;
+};
+
+}  // namespace servelab::lab

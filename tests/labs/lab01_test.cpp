@@ -1,0 +1,78 @@
+// Grading tests of lab 01 (ctest -L lab01): the recompute path, the TTFT/TPOT
+// definitions, and the lab's own run and results files. No timing is asserted.
+#include "core/error.h"
+#include "lab_runner.h"
+#include "model/model.h"
+#include "serve/generate.h"
+#include "serve/ladder.h"
+#include "serve/workload.h"
+#include "test_util.h"
+
+using namespace servelab;
+
+TEST_CASE("lab 01 is the bottom of the ladder: no KV cache", "[lab01]") {
+  CHECK_FALSE(Techniques::for_lab(1).kv_cache);
+  REQUIRE_ERROR_MENTIONS(Techniques::for_lab(0), "lab 0");
+}
+
+TEST_CASE("without a cache step k feeds prompt + k - 1 tokens and the tokens equal the cached path", "[lab01]") {
+  EngineOptions engine;
+  engine.deterministic = true;
+  auto model = Model::from_preset("small", 0, engine);
+  const auto prompt = synthetic_prompt(20, model->config().vocab_size, 3);
+  GenerateOptions gen;
+  gen.max_new_tokens = 16;
+  gen.use_kv_cache = Techniques::for_lab(1).kv_cache;
+  const auto recompute = generate(*model, prompt, gen);
+  for (int k = 1; k <= 16; ++k) CHECK(recompute.step_tokens[k - 1] == 20 + k - 1);
+  gen.use_kv_cache = true;
+  CHECK(generate(*model, prompt, gen).output_ids == recompute.output_ids);
+}
+
+TEST_CASE("TTFT is the first step and TPOT = (E2E - TTFT) / (n - 1)", "[lab01]") {
+  GenerateResult r;
+  r.prompt_tokens = 10;
+  r.output_ids = {1, 2, 3, 4};
+  r.step_seconds = {0.5, 0.1, 0.2, 0.3};
+  CHECK(r.ttft() == 0.5);
+  CHECK(r.tpot() == Approx((1.1 - 0.5) / 3));
+  CHECK(r.prefill_tokens_per_second() == Approx(20.0));
+  CHECK(r.decode_tokens_per_second() == Approx(5.0));
+}
+
+TEST_CASE("lab 01 --quick prints its tables and writes JSON and CSV", "[lab01]") {
+  test::ScratchDir out("lab01");
+  const auto r = test::run_command(std::string(LAB01_EXE) + " --quick --out '" + out.path().string() + "'");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("Per-step cost without a KV cache") != std::string::npos);
+  CHECK(r.out.find("Tokens equal the reference path") != std::string::npos);
+  const auto dir = out.path() / "01_autoregressive";
+  const auto results = nlohmann::json::parse(std::ifstream(dir / "01_autoregressive.json"));
+  const auto& steps = test::table(results, "steps");
+  REQUIRE(steps["rows"].size() == 12);  // --quick generates 12 tokens, one row per step
+  const auto ctx = test::column(steps, "context [tok]"), fed = test::column(steps, "processed [tok]");
+  for (std::size_t s = 0; s < steps["rows"].size(); ++s) {
+    CHECK(steps["rows"][s][ctx] == 16 + static_cast<int>(s));
+    CHECK(steps["rows"][s][fed] == steps["rows"][s][ctx]);  // no cache: the whole context is recomputed
+  }
+  CHECK(test::table(results, "latency")["rows"].size() == 4);
+  CHECK(std::filesystem::exists(dir / "steps.csv"));
+  CHECK(results["machine"].contains("git_commit"));
+  CHECK(results["plots"][0]["table"] == "steps");
+}
+
+TEST_CASE("lab 01 refuses bad flags with one error naming the flag", "[lab01]") {
+  auto r = test::run_command(std::string(LAB01_EXE) + " --quick --max-new-tokens 1 --out /tmp");
+  CHECK(r.status != 0);
+  CHECK(r.err.find("--max-new-tokens must be >= 2") != std::string::npos);
+  CHECK(r.out.empty());
+  r = test::run_command(std::string(LAB01_EXE) + " --quick --out /proc/servelab-no");
+  CHECK(r.status != 0);
+  CHECK(r.err.find("--out /proc/servelab-no") != std::string::npos);
+  r = test::run_command(std::string(LAB01_EXE) + " --quick --prompt-len 4000 --max-new-tokens 200 --out /tmp");
+  CHECK(r.status != 0);
+  CHECK(r.err.find("max_position_embeddings (4096)") != std::string::npos);
+  r = test::run_command(std::string(LAB01_EXE) + " --no-such-flag");
+  CHECK(r.status != 0);
+}

@@ -1,0 +1,101 @@
+// Grading tests of lab 02 (ctest -L lab02): token identity with the cache on
+// and off, the KV memory formula against allocated bytes, the work formulas,
+// and the lab's own run. No timing is asserted.
+#include "core/error.h"
+#include "kv/kv_cache.h"
+#include "lab_runner.h"
+#include "model/model.h"
+#include "perf/work.h"
+#include "serve/generate.h"
+#include "serve/ladder.h"
+#include "serve/workload.h"
+#include "test_util.h"
+
+using namespace servelab;
+
+TEST_CASE("lab 02 = lab 01 + the KV cache switch", "[lab02]") {
+  const Techniques one = Techniques::for_lab(1), two = Techniques::for_lab(2);
+  CHECK(two.kv_cache);
+  CHECK_FALSE(one.kv_cache);
+}
+
+TEST_CASE("the cache changes no token on the lab's default preset (deterministic mode)", "[lab02]") {
+  EngineOptions engine;
+  engine.deterministic = true;
+  auto model = Model::from_preset("small", 0, engine);
+  const auto prompt = synthetic_prompt(30, model->config().vocab_size, 0);
+  GenerateOptions gen;
+  gen.max_new_tokens = 40;
+  gen.use_kv_cache = Techniques::for_lab(2).kv_cache;
+  const auto on = generate(*model, prompt, gen);
+  gen.use_kv_cache = Techniques::for_lab(1).kv_cache;
+  CHECK(generate(*model, prompt, gen).output_ids == on.output_ids);
+}
+
+TEST_CASE("KV bytes: the formula equals what the cache allocates (MHA, GQA, MQA)", "[lab02]") {
+  for (const char* name : {"tiny", "small", "tiny-llama"})
+    for (int kv : {0, 1, -1}) {
+      ModelConfig c = preset(name);
+      if (kv == 1) c.num_key_value_heads = 1;
+      if (kv == -1) c.num_key_value_heads = c.num_attention_heads;
+      for (auto [L, B] : {std::pair{1, 1}, {77, 3}, {512, 8}}) {
+        const ContiguousKVCache cache(c, B, L);
+        CHECK(cache.bytes_allocated() == kv_cache_bytes(c, L, B, DType::F32));
+        CHECK(kv_cache_bytes(c, L, B, DType::BF16) * 2 == kv_cache_bytes(c, L, B, DType::F32));
+      }
+    }
+}
+
+TEST_CASE("the seed's KV sizes: Llama-3-8B and 70B at 2048 tokens in bf16", "[lab02]") {
+  // Seed 000 quotes ≈ 268 MB and ≈ 671 MB (decimal megabytes).
+  CHECK(kv_cache_bytes(preset("llama-3-8b"), 2048, 1, DType::BF16) == 268435456);
+  CHECK(kv_cache_bytes(preset("llama-3-70b"), 2048, 1, DType::BF16) == 671088640);
+  // Qwen2.5-0.5B: 2 * 24 layers * 2 kv heads * 64 * 2 bytes = 12 KiB per token.
+  CHECK(kv_cache_bytes(preset("qwen2.5-0.5b"), 1, 1, DType::BF16) == 12288);
+}
+
+TEST_CASE("work formulas: hand-computed cases and prefill = sum of decode steps", "[lab02]") {
+  const ModelConfig c = preset("tiny");  // hidden 64, 2 layers, q_dim 64, kv_dim 32
+  // 3 tokens from scratch read 1 + 2 + 3 = 6 keys; each key costs 2 (QK and PV) * 2 FLOP * q_dim, per layer.
+  CHECK(attention_flops(c, 0, 3) == 6.0 * 2 * 2 * 64 * 2);
+  CHECK(kv_projection_flops(c, 3) == 2.0 * 3 * 64 * 2 * 32 * 2);
+  double one_at_a_time = 0;
+  for (int p = 0; p < 100; ++p) one_at_a_time += attention_flops(c, p, 1);
+  CHECK(one_at_a_time == attention_flops(c, 0, 100));
+  // Without a cache step s at context L costs a prefill of L: O(L^2) growth; with it O(L).
+  CHECK(attention_flops(c, 0, 200) / attention_flops(c, 0, 100) == Approx(4.0).epsilon(0.02));
+  CHECK(attention_flops(c, 199, 1) / attention_flops(c, 99, 1) == Approx(2.0));
+}
+
+TEST_CASE("lab 02 --quick prints the article's table after checking token identity", "[lab02]") {
+  test::ScratchDir out("lab02");
+  const auto r = test::run_command(std::string(LAB02_EXE) + " --quick --out '" + out.path().string() + "'");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const auto results = nlohmann::json::parse(std::ifstream(out.path() / "02_kv_cache" / "02_kv_cache.json"));
+  const auto& speed = test::table(results, "kv_cache_speedup");
+  REQUIRE(speed["rows"].size() == 2);
+  for (const auto& row : speed["rows"]) CHECK(row[test::column(speed, "same tokens")] == "yes");
+  const auto& alloc = test::table(results, "kv_allocated");
+  CHECK(alloc["rows"].size() == 18);
+  for (const auto& row : alloc["rows"])
+    CHECK(row[test::column(alloc, "formula [bytes]")] == row[test::column(alloc, "allocated [bytes]")]);
+  CHECK(test::table(results, "kv_memory")["rows"].size() == 12);
+  const auto& work = test::table(results, "work_per_step");
+  CHECK(work["rows"].back()[0] == "total");
+  for (const char* csv : {"kv_cache_speedup.csv", "work_per_step.csv", "kv_memory.csv", "kv_allocated.csv", "step_times.csv"})
+    CHECK(std::filesystem::exists(out.path() / "02_kv_cache" / csv));
+}
+
+TEST_CASE("lab 02 refuses bad flags with one error naming the flag", "[lab02]") {
+  auto r = test::run_command(std::string(LAB02_EXE) + " --quick --tokens 0,5 --out /tmp");
+  CHECK(r.status != 0);
+  CHECK(r.err.find("--tokens") != std::string::npos);
+  CHECK(r.out.empty());
+  r = test::run_command(std::string(LAB02_EXE) + " --quick --tokens 5000 --out /tmp");
+  CHECK(r.status != 0);
+  CHECK(r.err.find("max_position_embeddings") != std::string::npos);
+  r = test::run_command(std::string(LAB02_EXE) + " --quick --dtype bf16 --out /tmp");
+  CHECK(r.status != 0);
+  CHECK(r.err.find("--dtype bf16") != std::string::npos);
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Pastes a lab's tables from its results JSON into its README chapter.
+
+Usage: python3 tools/paste_results.py results/02_kv_cache/02_kv_cache.json labs/02_kv_cache/README.md
+
+The chapter marks each place with a pair of comments:
+    <!-- results:settings -->  ...  <!-- /results -->
+    <!-- results:kv_cache_speedup -->  ...  <!-- /results -->
+Everything between a pair is replaced by the Markdown of that table (or the
+settings block, or the machine line), so the numbers in a chapter always come
+from a real run and are never typed by hand.
+"""
+import json
+import pathlib
+import re
+import sys
+
+
+def fmt(cell, digits):
+    if isinstance(cell, float):
+        return f"{cell:.{digits}f}"
+    return str(cell)
+
+
+def table_markdown(table):
+    # Same precision rules as the lab's own printer: the JSON keeps full precision.
+    rows = table["rows"]
+    digits = [3] * len(table["columns"])
+    for i, _ in enumerate(table["columns"]):
+        floats = [r[i] for r in rows if isinstance(r[i], float)]
+        if floats:
+            biggest = max(abs(x) for x in floats)
+            digits[i] = 1 if biggest >= 100 else 2 if biggest >= 1 else 4
+    lines = ["| " + " | ".join(table["columns"]) + " |"]
+    lines.append("|" + "|".join("---:" if rows and not isinstance(rows[0][i], str) else "---"
+                                for i in range(len(table["columns"]))) + "|")
+    for r in rows:
+        lines.append("| " + " | ".join(fmt(c, digits[i]) for i, c in enumerate(r)) + " |")
+    text = "\n".join(lines)
+    if table.get("note"):
+        text += "\n\n" + table["note"]
+    return text
+
+
+def main(results_file, chapter_file):
+    results = json.loads(pathlib.Path(results_file).read_text())
+    chapter = pathlib.Path(chapter_file)
+    text = chapter.read_text()
+    blocks = {t["name"]: table_markdown(t) for t in results["tables"]}
+    m = results["machine"]
+    blocks["machine"] = (f"Measured on {m['date_utc'][:10]} on {m['cpu']} ({m['cpu_threads']} threads), "
+                         f"commit {m['git_commit']}.")
+    blocks["settings"] = "```\n" + "\n".join(f"{k:<11} {v}" for k, v in results["settings"].items()) + "\n```"
+    blocks["verdict"] = "**Verdict:** " + results["verdict"]
+
+    def replace(match):
+        name = match.group(1)
+        if name not in blocks:
+            raise SystemExit(f"paste_results.py: {chapter_file} asks for '{name}', not in {results_file}")
+        return f"<!-- results:{name} -->\n{blocks[name]}\n<!-- /results -->"
+
+    new, count = re.subn(r"<!-- results:([\w-]+) -->.*?<!-- /results -->", replace, text, flags=re.S)
+    if count == 0:
+        raise SystemExit(f"paste_results.py: {chapter_file} has no <!-- results:NAME --> markers")
+    chapter.write_text(new)
+    print(f"pasted {count} blocks into {chapter_file}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        raise SystemExit(__doc__)
+    main(sys.argv[1], sys.argv[2])

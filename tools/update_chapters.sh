@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Reruns every lab with its default settings, draws the plots, and pastes the
+# tables and figures into the lab chapters (labs/NN_*/README.md), so the
+# numbers in the chapters always come from one real run. Run it on a quiet
+# machine after `bash scripts/setup.sh`.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+for lab in 01_autoregressive 02_kv_cache; do
+  "$root/build/labs/lab_$lab" --out "$root/results"
+  "$py" "$root/tools/plot_lab.py" "$root/results/$lab/$lab.json"
+  mkdir -p "$root/labs/$lab/figures"
+  cp "$root/results/$lab/"*.png "$root/labs/$lab/figures/"
+  "$py" "$root/tools/paste_results.py" "$root/results/$lab/$lab.json" "$root/labs/$lab/README.md"
+done
