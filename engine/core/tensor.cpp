@@ -1,9 +1,13 @@
 #include "core/tensor.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <sstream>
+
+#include "core/error.h"
 
 namespace servelab {
 
@@ -38,6 +42,35 @@ Tensor Tensor::zeros(DType dtype, std::vector<std::int64_t> shape) {
   t.owner = std::shared_ptr<void>(p, std::free);
   t.data = p;
   return t;
+}
+
+Tensor Tensor::rows(std::int64_t begin, std::int64_t end) const {
+  check(!shape.empty() && 0 <= begin && begin <= end && end <= shape[0], "tensor rows [", begin, ", ", end,
+        ") outside shape ", shape_str());
+  Tensor view = *this;
+  view.shape[0] = end - begin;
+  const std::size_t row_bytes = nbytes() / static_cast<std::size_t>(shape[0]);
+  view.data = static_cast<std::byte*>(data) + static_cast<std::size_t>(begin) * row_bytes;
+  return view;
+}
+
+Tensor concat_rows(const std::vector<const Tensor*>& parts) {
+  check(!parts.empty(), "concat_rows of nothing");
+  std::vector<std::int64_t> shape = parts[0]->shape;
+  shape[0] = 0;
+  for (const Tensor* p : parts) {
+    check(p->dtype == parts[0]->dtype && p->shape.size() == shape.size() &&
+              std::equal(p->shape.begin() + 1, p->shape.end(), shape.begin() + 1),
+          "concat_rows: ", p->shape_str(), " does not stack onto ", parts[0]->shape_str());
+    shape[0] += p->shape[0];
+  }
+  Tensor out = Tensor::zeros(parts[0]->dtype, shape);
+  auto* dst = static_cast<std::byte*>(out.data);
+  for (const Tensor* p : parts) {
+    std::memcpy(dst, p->data, p->nbytes());
+    dst += p->nbytes();
+  }
+  return out;
 }
 
 }  // namespace servelab

@@ -42,12 +42,24 @@ struct Tensor {
   std::string shape_str() const;
 
   /**
+   * @brief A view of rows [begin, end) of the outermost dimension, sharing this tensor's storage.
+   * @throws Error when the range is outside [0, shape[0]].
+   */
+  Tensor rows(std::int64_t begin, std::int64_t end) const;
+
+  /**
    * @brief Allocates a zero-filled CPU tensor that owns its storage.
    * @param dtype element type.
    * @param shape dimensions (row-major).
    */
   static Tensor zeros(DType dtype, std::vector<std::int64_t> shape);
 };
+
+/**
+ * @brief A new tensor holding @p parts stacked along the outermost dimension.
+ * @throws Error when the parts differ in dtype or in their inner dimensions.
+ */
+Tensor concat_rows(const std::vector<const Tensor*>& parts);
 
 /// Formats a shape as "[a, b, c]".
 std::string shape_to_string(const std::vector<std::int64_t>& shape);

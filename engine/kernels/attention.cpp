@@ -1,8 +1,12 @@
 #include "kernels/attention.h"
 
+#include <cblas.h>
+
+#include <algorithm>
 #include <cmath>
 
 #include "core/thread_pool.h"
+#include "kernels/gemm.h"
 
 namespace servelab {
 
@@ -46,6 +50,90 @@ void attention_naive(const KernelContext& ctx, float* out, const float* q, const
       }
     }
   });
+}
+
+namespace {
+
+constexpr int kQueryBlock = 64;
+
+// Rows [first, first + count) of a sequence's K (or V) for one KV head, as a
+// strided matrix, split where the KV view stops being contiguous (block edges).
+template <typename Fn>
+void for_each_contiguous_run(const KVView& kv, int first, int count, Fn fn) {
+  int t = first;
+  while (t < first + count) {
+    int run = first + count - t;
+    if (kv.block_table != nullptr) run = std::min(run, kv.block_size - t % kv.block_size);
+    fn(t, run);
+    t += run;
+  }
+}
+
+}  // namespace
+
+void attention_blocked(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
+                       const AttentionShape& shape) {
+  use_blas_inside_engine_threads();
+  const int H = shape.num_heads, D = shape.head_dim, group = shape.num_heads / shape.num_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  struct Item {
+    const AttentionSeq* seq;
+    int head, first, count;  // query rows [first, first + count) of the sequence's new tokens
+  };
+  std::vector<Item> items;
+  for (const auto& s : seqs)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < s.num_new_tokens; i += kQueryBlock)
+        items.push_back({&s, h, i, std::min(kQueryBlock, s.num_new_tokens - i)});
+  const int ldq = H * D;
+  ctx.pool->parallel_for(items.size(), [&](std::size_t i0, std::size_t i1) {
+    // Per-thread buffers kept across calls: a fresh 100 KB+ allocation per layer
+    // goes through mmap and page-faults every time.
+    thread_local std::vector<float> scores;  // [count, keys] S, then P
+    thread_local std::vector<float> inv_sum;  // [count] 1 / softmax denominator
+    for (std::size_t i = i0; i < i1; ++i) {
+      const Item& it = items[i];
+      const AttentionSeq& s = *it.seq;
+      const int kvh = it.head / group;
+      const int keys = s.num_computed_tokens + it.first + it.count;  // the block's last query sees this many
+      const float* qb = q + static_cast<std::size_t>(s.first_row + it.first) * ldq + it.head * D;
+      float* ob = out + static_cast<std::size_t>(s.first_row + it.first) * ldq + it.head * D;
+      scores.resize(static_cast<std::size_t>(it.count) * keys);
+      // S = Q Kᵀ / sqrt(d), one sgemm per contiguous run of keys.
+      for_each_contiguous_run(s.kv, 0, keys, [&](int t, int run) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, it.count, run, D, scale, qb, ldq,
+                    s.kv.key(t) + kvh * D, static_cast<int>(s.kv.row_stride), 0.0f, scores.data() + t, keys);
+      });
+      // Causal softmax of each row over the keys its query may see: P = softmax(S).
+      inv_sum.resize(it.count);
+      for (int r = 0; r < it.count; ++r) {
+        float* row = scores.data() + static_cast<std::size_t>(r) * keys;
+        const int visible = s.num_computed_tokens + it.first + r + 1;
+        const float mx = *std::max_element(row, row + visible);
+        float sum = 0.0f;
+        for (int t = 0; t < visible; ++t) sum += (row[t] = std::exp(row[t] - mx));
+        std::fill(row + visible, row + keys, 0.0f);
+        inv_sum[r] = 1.0f / sum;
+      }
+      // O = P V, accumulated over the runs, then each row divided by its softmax sum.
+      for_each_contiguous_run(s.kv, 0, keys, [&](int t, int run) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, it.count, D, run, 1.0f, scores.data() + t, keys,
+                    s.kv.value(t) + kvh * D, static_cast<int>(s.kv.row_stride), t == 0 ? 0.0f : 1.0f, ob, ldq);
+      });
+      for (int r = 0; r < it.count; ++r)
+        for (int d = 0; d < D; ++d) ob[static_cast<std::size_t>(r) * ldq + d] *= inv_sum[r];
+    }
+  });
+}
+
+void attention(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
+               const AttentionShape& shape) {
+  int longest = 0;
+  for (const auto& s : seqs) longest = std::max(longest, s.num_new_tokens);
+  if (ctx.deterministic || longest < 16)
+    attention_naive(ctx, out, q, seqs, shape);
+  else
+    attention_blocked(ctx, out, q, seqs, shape);
 }
 
 }  // namespace servelab

@@ -42,4 +42,29 @@ struct AttentionShape {
 void attention_naive(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
                      const AttentionShape& shape);
 
+/**
+ * @brief Causal GQA attention for prefill-sized query blocks through BLAS.
+ *
+ * What changed from attention_naive(): a block of up to 64 queries of one
+ * head is scored against its keys with one sgemm (S = Q·Kᵀ), the causal
+ * softmax runs over the rows of S, and O = P·V is a second sgemm. The keys
+ * are read once per query block instead of once per query, and the dot
+ * products run in BLAS's tuned kernels. What is left: S is still written
+ * and read back (a 64 × L buffer per thread, never L × L); lab 05's flash
+ * attention removes that traffic.
+ *
+ * Same contract as attention_naive(). Its rounding depends on the block
+ * shapes, so deterministic mode does not use it.
+ */
+void attention_blocked(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
+                       const AttentionShape& shape);
+
+/**
+ * @brief The attention the model runs: attention_naive() in deterministic
+ *        mode or when every sequence has few new tokens (decode),
+ *        attention_blocked() otherwise.
+ */
+void attention(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
+               const AttentionShape& shape);
+
 }  // namespace servelab

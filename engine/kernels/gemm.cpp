@@ -50,11 +50,15 @@ void matmul_rows(const KernelContext& ctx, float* out, const float* x, const Ten
   });
 }
 
-void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M) {
+void use_blas_inside_engine_threads() {
   // One pool: OpenBLAS runs single-threaded inside each of our threads, so the
   // two never fight over the cores (a shared-core oversubscription is several times slower).
   static std::once_flag once;
   std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M) {
+  use_blas_inside_engine_threads();
   const int N = static_cast<int>(w.shape[0]), K = static_cast<int>(w.shape[1]);
   const bool bf16 = is_bf16(w);
   const std::size_t blocks = (static_cast<std::size_t>(N) + kRowBlock - 1) / kRowBlock;

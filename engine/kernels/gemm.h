@@ -47,6 +47,9 @@ void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Ten
 /// The specification: a double loop with a plain running sum, one thread. Slow; for tests.
 void matmul_reference(float* out, const float* x, const Tensor& w, int M);
 
+/// Makes OpenBLAS single-threaded (once): every BLAS call runs inside one of the engine's threads.
+void use_blas_inside_engine_threads();
+
 /// Adds @p bias [N] to every row of @p out [M, N].
 void add_bias(float* out, const float* bias, int M, int N);
 

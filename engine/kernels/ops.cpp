@@ -25,9 +25,14 @@ void rope(const KernelContext& ctx, float* x, const int* positions, int T, int n
   });
 }
 
-void silu_mul(const KernelContext& ctx, float* out, const float* gate, const float* up, std::size_t n) {
-  ctx.pool->parallel_for(n, [&](std::size_t i0, std::size_t i1) {
-    for (std::size_t i = i0; i < i1; ++i) out[i] = silu(gate[i]) * up[i];
+void silu_mul(const KernelContext& ctx, float* out, const float* gate_up, int T, int F) {
+  ctx.pool->parallel_for(static_cast<std::size_t>(T), [&](std::size_t t0, std::size_t t1) {
+    for (std::size_t t = t0; t < t1; ++t) {
+      const float* gate = gate_up + t * 2 * F;
+      const float* up = gate + F;
+      float* dst = out + t * F;
+      for (int i = 0; i < F; ++i) dst[i] = silu(gate[i]) * up[i];
+    }
   });
 }
 

@@ -31,10 +31,11 @@ void rope(const KernelContext& ctx, float* x, const int* positions, int T, int n
           const float* inv_freq);
 
 /**
- * @brief SwiGLU's gating: out[i] = silu(gate[i]) * up[i].
- * @param out [n]; may alias @p gate.
+ * @brief SwiGLU's gating on stacked projections: out[t][i] = silu(gate_up[t][i]) * gate_up[t][F + i].
+ * @param out     [T, F]
+ * @param gate_up [T, 2F]: each row holds the gate projection, then the up projection.
  */
-void silu_mul(const KernelContext& ctx, float* out, const float* gate, const float* up, std::size_t n);
+void silu_mul(const KernelContext& ctx, float* out, const float* gate_up, int T, int F);
 
 /// Residual connection: x[i] += y[i] for i < n.
 void add_inplace(float* x, const float* y, std::size_t n);

@@ -30,6 +30,28 @@ Model::Model(ModelConfig config, ModelWeights weights, const EngineOptions& opti
   pool_ = std::make_unique<ThreadPool>(options_.num_threads);
   ctx_ = KernelContext{pool_.get(), options_.deterministic};
   inv_freq_ = rope_inv_freq(config_);
+  // Stack q/k/v and gate/up so each sublayer input is multiplied once (one
+  // pass of threads, one larger GEMM), and make the per-projection tensors
+  // views into the stacks so no weight is held twice.
+  for (LayerWeights& w : weights_.layers) {
+    FusedLayer f;
+    f.qkv_proj = concat_rows({&w.q_proj, &w.k_proj, &w.v_proj});
+    const std::int64_t q = w.q_proj.shape[0], kv = w.k_proj.shape[0], inter = w.gate_proj.shape[0];
+    w.q_proj = f.qkv_proj.rows(0, q);
+    w.k_proj = f.qkv_proj.rows(q, q + kv);
+    w.v_proj = f.qkv_proj.rows(q + kv, q + 2 * kv);
+    if (config_.attention_bias) f.qkv_bias = concat_rows({&w.q_bias, &w.k_bias, &w.v_bias});
+    f.gate_up_proj = concat_rows({&w.gate_proj, &w.up_proj});
+    w.gate_proj = f.gate_up_proj.rows(0, inter);
+    w.up_proj = f.gate_up_proj.rows(inter, 2 * inter);
+    fused_.push_back(std::move(f));
+  }
+}
+
+float* Model::Workspace::get(Buffer which, std::size_t floats) {
+  auto& b = buffers[which];
+  if (b.size() < floats) b.resize(floats);
+  return b.data();
 }
 
 std::unique_ptr<Model> Model::from_pretrained(const std::filesystem::path& dir, const EngineOptions& options) {
@@ -73,15 +95,19 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
   const int T = batch.num_tokens(), H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size;
   const auto eps = static_cast<float>(c.rms_norm_eps);
 
-  // Activations for this step; sized by T so a decode step stays small.
-  std::vector<float> x(static_cast<std::size_t>(T) * H);   // [T, hidden] residual stream
-  std::vector<float> xn(x.size());                         // [T, hidden] normalised input of a sublayer
-  std::vector<float> q(static_cast<std::size_t>(T) * Q);   // [T, q_dim]
-  std::vector<float> k(static_cast<std::size_t>(T) * KV);  // [T, kv_dim]
-  std::vector<float> v(k.size());                          // [T, kv_dim]
-  std::vector<float> attn(q.size());                       // [T, q_dim]
-  std::vector<float> gate(static_cast<std::size_t>(T) * F), up(gate.size());  // [T, intermediate]
-  std::vector<float> proj(x.size());                       // [T, hidden] output of o_proj / down_proj
+  // Activations live in the model's workspace: they grow to the largest batch
+  // seen and are reused, so a step allocates (and page-faults) nothing.
+  const int QKV = Q + 2 * KV;
+  float* x = ws_.get(Workspace::X, static_cast<std::size_t>(T) * H);            // [T, hidden] residual stream
+  float* xn = ws_.get(Workspace::XN, static_cast<std::size_t>(T) * H);          // [T, hidden] sublayer input
+  float* qkv = ws_.get(Workspace::QKV, static_cast<std::size_t>(T) * QKV);      // [T, q_dim + 2 kv_dim]
+  float* q = ws_.get(Workspace::Q, static_cast<std::size_t>(T) * Q);            // [T, q_dim]
+  float* k = ws_.get(Workspace::K, static_cast<std::size_t>(T) * KV);           // [T, kv_dim]
+  float* v = ws_.get(Workspace::V, static_cast<std::size_t>(T) * KV);           // [T, kv_dim]
+  float* attn = ws_.get(Workspace::ATTN, static_cast<std::size_t>(T) * Q);      // [T, q_dim]
+  float* gate_up = ws_.get(Workspace::GATE_UP, static_cast<std::size_t>(T) * 2 * F);  // [T, 2 intermediate]
+  float* act = ws_.get(Workspace::ACT, static_cast<std::size_t>(T) * F);        // [T, intermediate]
+  float* proj = ws_.get(Workspace::PROJ, static_cast<std::size_t>(T) * H);      // [T, hidden] o_proj / down_proj out
 
   std::vector<int> positions(T);
   std::vector<AttentionSeq> seqs;
@@ -92,48 +118,49 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
     row += s.num_new_tokens;
   }
 
-  embedding_lookup(weights_.embed_tokens, batch.token_ids, x.data());
+  embedding_lookup(weights_.embed_tokens, batch.token_ids, x);
 
   const AttentionShape shape{c.num_attention_heads, c.num_key_value_heads, c.head_dim};
+  const std::size_t residual = static_cast<std::size_t>(T) * H;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const LayerWeights& w = weights_.layers[l];
-    // Attention sublayer.
-    rmsnorm(ctx_, xn.data(), x.data(), w.input_layernorm.as<const float>(), T, H, eps);
-    matmul(ctx_, q.data(), xn.data(), w.q_proj, T);
-    matmul(ctx_, k.data(), xn.data(), w.k_proj, T);
-    matmul(ctx_, v.data(), xn.data(), w.v_proj, T);
-    if (c.attention_bias) {
-      add_bias(q.data(), w.q_bias.as<const float>(), T, Q);
-      add_bias(k.data(), w.k_bias.as<const float>(), T, KV);
-      add_bias(v.data(), w.v_bias.as<const float>(), T, KV);
+    const FusedLayer& f = fused_[l];
+    // Attention sublayer: q, k and v come out of one GEMM over the stacked weights.
+    rmsnorm(ctx_, xn, x, w.input_layernorm.as<const float>(), T, H, eps);
+    matmul(ctx_, qkv, xn, f.qkv_proj, T);
+    if (c.attention_bias) add_bias(qkv, f.qkv_bias.as<const float>(), T, QKV);
+    for (int t = 0; t < T; ++t) {
+      const float* stacked = qkv + static_cast<std::size_t>(t) * QKV;
+      std::memcpy(q + static_cast<std::size_t>(t) * Q, stacked, sizeof(float) * Q);
+      std::memcpy(k + static_cast<std::size_t>(t) * KV, stacked + Q, sizeof(float) * KV);
+      std::memcpy(v + static_cast<std::size_t>(t) * KV, stacked + Q + KV, sizeof(float) * KV);
     }
-    rope(ctx_, q.data(), positions.data(), T, c.num_attention_heads, c.head_dim, inv_freq_.data());
-    rope(ctx_, k.data(), positions.data(), T, c.num_key_value_heads, c.head_dim, inv_freq_.data());
+    rope(ctx_, q, positions.data(), T, c.num_attention_heads, c.head_dim, inv_freq_.data());
+    rope(ctx_, k, positions.data(), T, c.num_key_value_heads, c.head_dim, inv_freq_.data());
     for (std::size_t i = 0; i < seqs.size(); ++i) {
       seqs[i].kv = cache.view(l, batch.seqs[i].kv_slot);
       for (int j = 0; j < seqs[i].num_new_tokens; ++j) {
         const std::size_t r = static_cast<std::size_t>(seqs[i].first_row + j) * KV;
-        std::memcpy(seqs[i].kv.key(seqs[i].num_computed_tokens + j), &k[r], sizeof(float) * KV);
-        std::memcpy(seqs[i].kv.value(seqs[i].num_computed_tokens + j), &v[r], sizeof(float) * KV);
+        std::memcpy(seqs[i].kv.key(seqs[i].num_computed_tokens + j), k + r, sizeof(float) * KV);
+        std::memcpy(seqs[i].kv.value(seqs[i].num_computed_tokens + j), v + r, sizeof(float) * KV);
       }
     }
-    attention_naive(ctx_, attn.data(), q.data(), seqs, shape);
-    matmul(ctx_, proj.data(), attn.data(), w.o_proj, T);
-    add_inplace(x.data(), proj.data(), x.size());
-    // MLP sublayer (SwiGLU).
-    rmsnorm(ctx_, xn.data(), x.data(), w.post_attention_layernorm.as<const float>(), T, H, eps);
-    matmul(ctx_, gate.data(), xn.data(), w.gate_proj, T);
-    matmul(ctx_, up.data(), xn.data(), w.up_proj, T);
-    silu_mul(ctx_, gate.data(), gate.data(), up.data(), gate.size());
-    matmul(ctx_, proj.data(), gate.data(), w.down_proj, T);
-    add_inplace(x.data(), proj.data(), x.size());
+    attention(ctx_, attn, q, seqs, shape);
+    matmul(ctx_, proj, attn, w.o_proj, T);
+    add_inplace(x, proj, residual);
+    // MLP sublayer (SwiGLU): gate and up from one GEMM, then down.
+    rmsnorm(ctx_, xn, x, w.post_attention_layernorm.as<const float>(), T, H, eps);
+    matmul(ctx_, gate_up, xn, f.gate_up_proj, T);
+    silu_mul(ctx_, act, gate_up, T, F);
+    matmul(ctx_, proj, act, w.down_proj, T);
+    add_inplace(x, proj, residual);
   }
 
   // Final norm and LM head only on the rows that are sampled or scored.
   const int R = static_cast<int>(batch.logits_indices.size());
   std::vector<float> selected(static_cast<std::size_t>(R) * H);
   for (int r = 0; r < R; ++r)
-    std::memcpy(&selected[static_cast<std::size_t>(r) * H], &x[static_cast<std::size_t>(batch.logits_indices[r]) * H],
+    std::memcpy(&selected[static_cast<std::size_t>(r) * H], x + static_cast<std::size_t>(batch.logits_indices[r]) * H,
                 sizeof(float) * H);
   rmsnorm(ctx_, selected.data(), selected.data(), weights_.norm.as<const float>(), R, H, eps);
   std::vector<float> logits(static_cast<std::size_t>(R) * c.vocab_size);

@@ -11,6 +11,8 @@
  *  x ─ RMSNorm ─ gate,up proj ─ silu(gate)*up ─ down proj ─ + x
  * @endverbatim
  * then a final RMSNorm and the LM head on the rows that need logits.
+ *
+ * A Model is not thread-safe: forward() reuses one set of activation buffers.
  */
 #pragma once
 
@@ -84,12 +86,28 @@ class Model {
  private:
   void check_batch(const Batch& batch, const KVCache& cache) const;
 
+  /// Per-layer weights stacked for fewer, larger GEMMs; LayerWeights' projections are views into these.
+  struct FusedLayer {
+    Tensor qkv_proj;      ///< [q_dim + 2 kv_dim, hidden]: q_proj, k_proj, v_proj stacked
+    Tensor qkv_bias;      ///< [q_dim + 2 kv_dim] f32; empty without attention_bias
+    Tensor gate_up_proj;  ///< [2 intermediate, hidden]: gate_proj, up_proj stacked
+  };
+  /// Activation buffers reused across steps; each grows to the largest batch seen.
+  struct Workspace {
+    enum Buffer { X, XN, QKV, Q, K, V, ATTN, GATE_UP, ACT, PROJ, COUNT };
+    std::vector<float> buffers[COUNT];
+    /// Buffer @p which with room for at least @p floats floats.
+    float* get(Buffer which, std::size_t floats);
+  };
+
   ModelConfig config_;
   ModelWeights weights_;
   EngineOptions options_;
   std::unique_ptr<ThreadPool> pool_;
   KernelContext ctx_;
   std::vector<float> inv_freq_;  // [head_dim / 2] RoPE inverse frequencies
+  std::vector<FusedLayer> fused_;
+  Workspace ws_;
 };
 
 }  // namespace servelab

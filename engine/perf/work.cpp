@@ -19,4 +19,12 @@ std::uint64_t kv_cache_bytes(const ModelConfig& c, std::int64_t context_len, std
          static_cast<std::uint64_t>(batch) * dtype_size(dtype);
 }
 
+std::uint64_t decode_weight_bytes(const ModelConfig& c, DType weight_dtype) {
+  const std::uint64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), f = c.intermediate_size;
+  const std::uint64_t matrices = h * q + 2 * h * kv + q * h + 3 * h * f;
+  const std::uint64_t small = 2 * h + (c.attention_bias ? q + 2 * kv : 0);  // norms and biases, f32
+  return c.num_hidden_layers * (matrices * dtype_size(weight_dtype) + small * 4) +
+         static_cast<std::uint64_t>(c.vocab_size) * h * dtype_size(weight_dtype) + h * 4;
+}
+
 }  // namespace servelab

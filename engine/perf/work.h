@@ -38,4 +38,14 @@ double attention_flops(const ModelConfig& config, std::int64_t cached_tokens, st
  */
 std::uint64_t kv_cache_bytes(const ModelConfig& config, std::int64_t context_len, std::int64_t batch, DType dtype);
 
+/**
+ * @brief Bytes of weights a decode step must read: every matrix of every
+ *        layer and the LM head in @p weight_dtype, plus the f32 norm weights
+ *        and biases (the embedding row is one row, and not counted).
+ *
+ * Decode at batch 1 is limited by streaming these bytes from memory:
+ * tokens/s <= bandwidth / decode_weight_bytes().
+ */
+std::uint64_t decode_weight_bytes(const ModelConfig& config, DType weight_dtype);
+
 }  // namespace servelab

@@ -27,8 +27,9 @@ inline float reduce(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// Same scheme as rows_avx512.cpp's tile(), 8 lanes wide.
 template <int NR, int MR, typename W>
-inline void tile(float* out, const float* x, const W* w, int N, int K, int n, int m) {
+inline void tile(float* out, const float* x, const W* w, int N, int K, int n, int m, bool prefetch) {
   __m256 acc[NR][MR];
   for (int a = 0; a < NR; ++a)
     for (int b = 0; b < MR; ++b) acc[a][b] = _mm256_setzero_ps();
@@ -37,7 +38,10 @@ inline void tile(float* out, const float* x, const W* w, int N, int K, int n, in
     __m256 xv[MR];
     for (int b = 0; b < MR; ++b) xv[b] = _mm256_loadu_ps(x + static_cast<long>(m + b) * K + k);
     for (int a = 0; a < NR; ++a) {
-      const __m256 wv = load_w(w, static_cast<long>(n + a) * K + k);
+      const long row = static_cast<long>(n + a) * K;
+      if (prefetch && k % 16 == 0)  // one prefetch per 64-byte line of f32
+        _mm_prefetch(reinterpret_cast<const char*>(w + row + static_cast<long>(NR) * K + k), _MM_HINT_T0);
+      const __m256 wv = load_w(w, row + k);
       for (int b = 0; b < MR; ++b) acc[a][b] = _mm256_fmadd_ps(wv, xv[b], acc[a][b]);
     }
   }
@@ -52,17 +56,17 @@ inline void tile(float* out, const float* x, const W* w, int N, int K, int n, in
 }
 
 template <int NR, typename W>
-inline void column_block(float* out, const float* x, const W* w, int M, int N, int K, int n) {
+inline void column_block(float* out, const float* x, const W* w, int M, int N, int K, int n, bool prefetch) {
   int m = 0;
-  for (; m + 2 <= M; m += 2) tile<NR, 2>(out, x, w, N, K, n, m);
-  for (; m < M; ++m) tile<NR, 1>(out, x, w, N, K, n, m);
+  for (; m + 2 <= M; m += 2) tile<NR, 2>(out, x, w, N, K, n, m, prefetch && m + 2 >= M);
+  for (; m < M; ++m) tile<NR, 1>(out, x, w, N, K, n, m, prefetch && m + 1 == M);
 }
 
 template <typename W>
 void rows(float* out, const float* x, const W* w, int M, int N, int K, int n0, int n1) {
   int n = n0;
-  for (; n + 4 <= n1; n += 4) column_block<4>(out, x, w, M, N, K, n);
-  for (; n < n1; ++n) column_block<1>(out, x, w, M, N, K, n);
+  for (; n + 4 <= n1; n += 4) column_block<4>(out, x, w, M, N, K, n, n + 8 <= N);
+  for (; n < n1; ++n) column_block<1>(out, x, w, M, N, K, n, false);
 }
 
 }  // namespace

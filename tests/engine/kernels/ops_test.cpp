@@ -19,14 +19,18 @@ TEST_CASE("rmsnorm: x / sqrt(mean(x^2) + eps) * w", "[ops]") {
   CHECK(out[3] == Approx(2.0));
 }
 
-TEST_CASE("silu_mul: silu(g) * u", "[ops]") {
-  ThreadPool pool(1);
-  const std::vector<float> g = {0.0f, 1.0f, -2.0f}, u = {5.0f, 2.0f, 1.0f};
-  std::vector<float> out(3, NAN);
-  silu_mul(KernelContext{&pool}, out.data(), g.data(), u.data(), 3);
+TEST_CASE("silu_mul: silu(gate) * up on stacked rows", "[ops]") {
+  ThreadPool pool(2);
+  // Two rows of [gate | up] with F = 3.
+  const std::vector<float> gate_up = {0.0f, 1.0f, -2.0f, 5.0f, 2.0f, 1.0f,  //
+                                      3.0f, 0.0f, 0.0f, 1.0f, 7.0f, 7.0f};
+  std::vector<float> out(6, NAN);
+  silu_mul(KernelContext{&pool}, out.data(), gate_up.data(), 2, 3);
   CHECK(out[0] == 0.0f);
   CHECK(out[1] == Approx(2.0 / (1.0 + std::exp(-1.0))));
   CHECK(out[2] == Approx(-2.0 / (1.0 + std::exp(2.0))));
+  CHECK(out[3] == Approx(3.0 / (1.0 + std::exp(-3.0))));
+  CHECK(out[4] == 0.0f);
 }
 
 TEST_CASE("rope over a batch rotates each row by its own position", "[ops]") {

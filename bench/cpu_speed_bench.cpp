@@ -1,0 +1,217 @@
+/**
+ * @file cpu_speed_bench.cpp
+ * @brief CPU speed of the engine against limits measured in the same run.
+ *
+ * For the qwen2.5-0.5b shape (synthetic weights), at 1 and 2 threads, f32 and
+ * bf16 weights:
+ * - decode tokens/s at batch 1, context 128, beside the streaming-read
+ *   bandwidth: fraction = weight bytes per token × tokens/s ÷ bandwidth;
+ * - prefill tokens/s for a 512-token prompt, beside OpenBLAS sgemm on the
+ *   model's own GEMM shapes: fraction = model FLOPs per token × tokens/s ÷ sgemm FLOP/s.
+ * The limits are measured between the timed iterations of each figure (the
+ * median of those runs is reported), because this machine's bandwidth swings
+ * over minutes. The table is printed last.
+ *
+ * Run: build/bench/bench_cpu_speed [--benchmark_repetitions=3]
+ */
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <immintrin.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "model/model.h"
+#include "perf/work.h"
+#include "serve/metrics.h"
+
+namespace {
+
+using namespace servelab;
+
+constexpr const char* kPreset = "qwen2.5-0.5b";
+constexpr int kPrompt = 512, kContext = 128;
+
+// Weights are made once per dtype; models of different thread counts share them (tensors are shared views).
+const ModelWeights& weights(DType dtype) {
+  static std::map<DType, ModelWeights> cache;
+  auto it = cache.find(dtype);
+  if (it == cache.end()) {
+    ThreadPool pool(0);
+    it = cache.emplace(dtype, synthetic_weights(preset(kPreset), 0, pool, dtype)).first;
+  }
+  return it->second;
+}
+
+std::unique_ptr<Model> model(DType dtype, int threads) {
+  EngineOptions options;
+  options.num_threads = threads;
+  options.weight_dtype = dtype;
+  return std::make_unique<Model>(preset(kPreset), weights(dtype), options);
+}
+
+// Streaming read: sum a 1 GiB buffer (far larger than any cache) split over the
+// threads, with the widest vectors this CPU has and eight independent sums, so
+// the loop is limited by memory and not by the adds. This is the roof decode is held to.
+float sum_range_generic(const float* p, std::size_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (std::size_t i = 0; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += p[i + j];
+  return std::accumulate(acc, acc + 8, 0.0f);
+}
+
+#if defined(__x86_64__)
+// GCC 12 warns about its own _mm512_undefined_* helpers inside the intrinsics headers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f"))) float sum_range_avx512(const float* p, std::size_t n) {
+  __m512 acc[8];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  for (std::size_t i = 0; i + 128 <= n; i += 128)
+    for (int j = 0; j < 8; ++j) acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(p + i + 16 * j));
+  for (int j = 1; j < 8; ++j) acc[0] = _mm512_add_ps(acc[0], acc[j]);
+  return _mm512_reduce_add_ps(acc[0]);
+}
+#pragma GCC diagnostic pop
+#endif
+
+float sum_range(const float* p, std::size_t n) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) return sum_range_avx512(p, n);
+#endif
+  return sum_range_generic(p, n);
+}
+
+// One streaming read of the 1 GiB buffer over `threads` threads; returns GB/s.
+double stream_read_gbs(ThreadPool& pool) {
+  static std::vector<float> buffer(std::size_t{1} << 28, 1.0f);  // 1 GiB
+  const int threads = pool.num_threads();
+  std::vector<float> partial(threads, 0.0f);
+  const auto start = std::chrono::steady_clock::now();
+  pool.parallel_for(static_cast<std::size_t>(threads), [&](std::size_t t0, std::size_t t1) {
+    for (std::size_t t = t0; t < t1; ++t) {
+      const std::size_t n = buffer.size() / threads;
+      partial[t] = sum_range(buffer.data() + t * n, n);
+    }
+  });
+  benchmark::DoNotOptimize(partial.data());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return static_cast<double>(buffer.size() * sizeof(float)) / seconds / 1e9;
+}
+
+// OpenBLAS sgemm (its own threads) on the model's MLP up-projection shape; returns GFLOP/s.
+double sgemm_gflops(int threads) {
+  const ModelConfig c = preset(kPreset);
+  const int M = kPrompt, N = c.intermediate_size, K = c.hidden_size;
+  static std::vector<float> a(static_cast<std::size_t>(M) * K, 0.5f), b(static_cast<std::size_t>(N) * K, 0.25f),
+      out(static_cast<std::size_t>(M) * N);
+  openblas_set_num_threads(threads);
+  const auto start = std::chrono::steady_clock::now();
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, out.data(), N);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  openblas_set_num_threads(1);  // the engine runs BLAS single-threaded inside its own pool
+  return 2.0 * M * N * K / seconds / 1e9;
+}
+
+// The limits are measured between the timed iterations, so figure and limit see the same machine state.
+void BM_Decode(benchmark::State& state) {
+  const DType dtype = state.range(0) ? DType::BF16 : DType::F32;
+  const int threads = static_cast<int>(state.range(1));
+  auto m = model(dtype, threads);
+  ThreadPool pool(threads);
+  ContiguousKVCache cache(m->config(), 1, kContext + 1);
+  const std::int32_t token = 1;
+  std::vector<double> limits;
+  for (auto _ : state) {
+    state.PauseTiming();
+    limits.push_back(stream_read_gbs(pool));
+    state.ResumeTiming();
+    Batch batch;
+    batch.add(0, kContext, std::span(&token, 1));
+    benchmark::DoNotOptimize(m->forward(batch, cache));
+  }
+  state.counters["tok/s"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["stream GB/s"] = summarize(limits).median;
+}
+
+void BM_Prefill(benchmark::State& state) {
+  const DType dtype = state.range(0) ? DType::BF16 : DType::F32;
+  const int threads = static_cast<int>(state.range(1));
+  auto m = model(dtype, threads);
+  std::vector<std::int32_t> prompt(kPrompt);
+  std::iota(prompt.begin(), prompt.end(), 0);
+  ContiguousKVCache cache(m->config(), 1, kPrompt);
+  std::vector<double> limits;
+  for (auto _ : state) {
+    state.PauseTiming();
+    limits.push_back(sgemm_gflops(threads));
+    state.ResumeTiming();
+    Batch batch;
+    batch.add(0, 0, prompt);
+    benchmark::DoNotOptimize(m->forward(batch, cache));
+  }
+  state.counters["tok/s"] = benchmark::Counter(kPrompt, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["sgemm GFLOP/s"] = summarize(limits).median;
+}
+
+// Keeps each run's counters so the summary table can set figures beside their limits.
+class Collector : public benchmark::ConsoleReporter {
+ public:
+  std::map<std::string, double> value;  // "name" -> counter, the last (or mean) run wins
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const auto& r : runs) {
+      if (r.run_type == Run::RT_Aggregate && r.aggregate_name != "median") continue;
+      for (const auto& [name, counter] : r.counters) value[r.run_name.function_name + "/" + r.run_name.args + ":" + name] = counter;
+    }
+  }
+};
+
+void print_table(const Collector& c) {
+  const ModelConfig config = preset(kPreset);
+  auto get = [&](const std::string& key) {
+    auto it = c.value.find(key);
+    return it == c.value.end() ? 0.0 : it->second;
+  };
+  // FLOPs per prompt token: 2 per weight of every layer matrix, plus attention over the prompt (average).
+  const double layer_matrix_flops = 2.0 * (decode_weight_bytes(config, DType::F32) / 4.0 -
+                                           static_cast<double>(config.vocab_size) * config.hidden_size);
+  const double attn_per_token = attention_flops(config, 0, kPrompt) / kPrompt;
+  std::printf("\n## CPU speed, %s shape (synthetic weights)\n\n", kPreset);
+  std::printf("| weights | threads | decode tok/s | GB/s | stream GB/s | of limit | prefill tok/s | GFLOP/s | sgemm GFLOP/s | of limit |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (int bf16 : {0, 1})
+    for (int threads : {1, 2}) {
+      const double decode = get("BM_Decode/dtype:" + std::to_string(bf16) + "/threads:" + std::to_string(threads) + ":tok/s");
+      const double prefill = get("BM_Prefill/dtype:" + std::to_string(bf16) + "/threads:" + std::to_string(threads) + ":tok/s");
+      const double stream = get("BM_Decode/dtype:" + std::to_string(bf16) + "/threads:" + std::to_string(threads) + ":stream GB/s");
+      const double sgemm = get("BM_Prefill/dtype:" + std::to_string(bf16) + "/threads:" + std::to_string(threads) + ":sgemm GFLOP/s");
+      const double gbs = decode * decode_weight_bytes(config, bf16 ? DType::BF16 : DType::F32) / 1e9;
+      const double gflops = prefill * (layer_matrix_flops + attn_per_token) / 1e9;
+      std::printf("| %s | %d | %.1f | %.1f | %.1f | %.0f%% | %.0f | %.0f | %.0f | %.0f%% |\n", bf16 ? "bf16" : "f32",
+                  threads, decode, gbs, stream, 100.0 * gbs / stream, prefill, gflops, sgemm, 100.0 * gflops / sgemm);
+    }
+}
+
+}  // namespace
+
+BENCHMARK(BM_Decode)->ArgsProduct({{0, 1}, {1, 2}})->ArgNames({"dtype", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Prefill)->ArgsProduct({{0, 1}, {1, 2}})->ArgNames({"dtype", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  Collector collector;
+  benchmark::RunSpecifiedBenchmarks(&collector);
+  print_table(collector);
+  benchmark::Shutdown();
+  return 0;
+}
