@@ -50,10 +50,11 @@ const ModelWeights& weights(DType dtype) {
   return it->second;
 }
 
-std::unique_ptr<Model> model(DType dtype, int threads) {
+std::unique_ptr<Model> model(DType dtype, int threads, bool deterministic) {
   EngineOptions options;
   options.num_threads = threads;
   options.weight_dtype = dtype;
+  options.deterministic = deterministic;
   return std::make_unique<Model>(preset(kPreset), weights(dtype), options);
 }
 
@@ -125,7 +126,7 @@ double sgemm_gflops(int threads) {
 void BM_Decode(benchmark::State& state) {
   const DType dtype = state.range(0) ? DType::BF16 : DType::F32;
   const int threads = static_cast<int>(state.range(1));
-  auto m = model(dtype, threads);
+  auto m = model(dtype, threads, state.range(2) != 0);
   ThreadPool pool(threads);
   ContiguousKVCache cache(m->config(), 1, kContext + 1);
   const std::int32_t token = 1;
@@ -145,7 +146,7 @@ void BM_Decode(benchmark::State& state) {
 void BM_Prefill(benchmark::State& state) {
   const DType dtype = state.range(0) ? DType::BF16 : DType::F32;
   const int threads = static_cast<int>(state.range(1));
-  auto m = model(dtype, threads);
+  auto m = model(dtype, threads, state.range(2) != 0);
   std::vector<std::int32_t> prompt(kPrompt);
   std::iota(prompt.begin(), prompt.end(), 0);
   ContiguousKVCache cache(m->config(), 1, kPrompt);
@@ -188,23 +189,33 @@ void print_table(const Collector& c) {
   std::printf("\n## CPU speed, %s shape (synthetic weights)\n\n", kPreset);
   std::printf("| weights | threads | decode tok/s | GB/s | stream GB/s | of limit | prefill tok/s | GFLOP/s | sgemm GFLOP/s | of limit |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  auto row = [&](int bf16, int threads, int deterministic) {
+    const std::string args = "/dtype:" + std::to_string(bf16) + "/threads:" + std::to_string(threads) +
+                             "/deterministic:" + std::to_string(deterministic) + ":";
+    const double decode = get("BM_Decode" + args + "tok/s"), prefill = get("BM_Prefill" + args + "tok/s");
+    const double stream = get("BM_Decode" + args + "stream GB/s"), sgemm = get("BM_Prefill" + args + "sgemm GFLOP/s");
+    const double gbs = decode * decode_weight_bytes(config, bf16 ? DType::BF16 : DType::F32) / 1e9;
+    const double gflops = prefill * (layer_matrix_flops + attn_per_token) / 1e9;
+    std::printf("| %s%s | %d | %.1f | %.1f | %.1f | %.0f%% | %.0f | %.0f | %.0f | %.0f%% |\n", bf16 ? "bf16" : "f32",
+                deterministic ? " deterministic" : "", threads, decode, gbs, stream, 100.0 * gbs / stream, prefill,
+                gflops, sgemm, 100.0 * gflops / sgemm);
+  };
   for (int bf16 : {0, 1})
-    for (int threads : {1, 2}) {
-      const double decode = get("BM_Decode/dtype:" + std::to_string(bf16) + "/threads:" + std::to_string(threads) + ":tok/s");
-      const double prefill = get("BM_Prefill/dtype:" + std::to_string(bf16) + "/threads:" + std::to_string(threads) + ":tok/s");
-      const double stream = get("BM_Decode/dtype:" + std::to_string(bf16) + "/threads:" + std::to_string(threads) + ":stream GB/s");
-      const double sgemm = get("BM_Prefill/dtype:" + std::to_string(bf16) + "/threads:" + std::to_string(threads) + ":sgemm GFLOP/s");
-      const double gbs = decode * decode_weight_bytes(config, bf16 ? DType::BF16 : DType::F32) / 1e9;
-      const double gflops = prefill * (layer_matrix_flops + attn_per_token) / 1e9;
-      std::printf("| %s | %d | %.1f | %.1f | %.1f | %.0f%% | %.0f | %.0f | %.0f | %.0f%% |\n", bf16 ? "bf16" : "f32",
-                  threads, decode, gbs, stream, 100.0 * gbs / stream, prefill, gflops, sgemm, 100.0 * gflops / sgemm);
-    }
+    for (int threads : {1, 2}) row(bf16, threads, 0);
+  row(0, 2, 1);
 }
 
 }  // namespace
 
-BENCHMARK(BM_Decode)->ArgsProduct({{0, 1}, {1, 2}})->ArgNames({"dtype", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Prefill)->ArgsProduct({{0, 1}, {1, 2}})->ArgNames({"dtype", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+// dtype (0 f32, 1 bf16) x threads, fast reductions; plus f32 on 2 threads in deterministic mode, for its cost.
+void configurations(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"dtype", "threads", "deterministic"});
+  for (int dtype : {0, 1})
+    for (int threads : {1, 2}) b->Args({dtype, threads, 0});
+  b->Args({0, 2, 1});
+}
+BENCHMARK(BM_Decode)->Apply(configurations)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Prefill)->Apply(configurations)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);

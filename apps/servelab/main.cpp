@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/hash.h"
+#include "serve/workload.h"
 #include "core/timer.h"
 #include "model/model.h"
 #include "serve/generate.h"
@@ -56,6 +58,7 @@ struct GenerateArgs {
   int threads = 0;
   bool no_kv_cache = false;
   bool deterministic = false;
+  std::string dtype = "f32";
   std::string backend = "cpu";
 };
 
@@ -87,27 +90,6 @@ std::vector<std::int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-// A deterministic stand-in prompt for synthetic models, which have no tokenizer.
-std::vector<std::int32_t> synthetic_prompt(int length, int vocab, std::uint64_t seed) {
-  check(length >= 1, "--prompt-len must be >= 1, got ", length);
-  std::vector<std::int32_t> ids(length);
-  std::uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (auto& id : ids) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    id = static_cast<std::int32_t>((state >> 33) % static_cast<std::uint64_t>(vocab));
-  }
-  return ids;
-}
-
-// FNV-1a of the ids, printed so runs that must agree visibly print the same hash.
-std::string token_hash(const std::vector<std::int32_t>& ids) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (std::int32_t id : ids)
-    for (int b = 0; b < 4; ++b) h = (h ^ ((static_cast<std::uint32_t>(id) >> (8 * b)) & 0xff)) * 0x100000001b3ull;
-  std::ostringstream os;
-  os << std::hex << std::setw(16) << std::setfill('0') << h;
-  return os.str().substr(0, 8);
-}
 
 // The tokenizer a command uses, and the folder its tokenizer_config.json,
 // chat template and generation_config.json are read from.
@@ -176,6 +158,7 @@ int run_generate(const GenerateArgs& a) {
   options.backend = parse_backend(a.backend, "--backend");
   options.num_threads = a.threads;
   options.deterministic = a.deterministic;
+  options.weight_dtype = parse_weight_dtype(a.dtype, "--dtype");
   check(a.threads >= 0, "--threads must be >= 0 (0 = all cores), got ", a.threads);
   check(a.system.empty() || !a.chat.empty(), "--system needs --chat (it is the system message of the conversation)");
   check(a.tokenizer_file.empty() || !a.text_flag.empty(),
@@ -203,7 +186,8 @@ int run_generate(const GenerateArgs& a) {
          << c.num_parameters() / 1e6 << " M params, " << c.num_hidden_layers << " layers, hidden " << c.hidden_size
          << ", " << c.attention_kind() << " " << c.num_attention_heads << "/" << c.num_key_value_heads << " heads)\n"
          << "weights    " << (a.model_dir.empty() ? "synthetic, seed " + std::to_string(a.weights_seed) : a.model_dir)
-         << ", computed in f32 on cpu, " << model->num_threads() << " threads\n"
+         << ", " << dtype_name(options.weight_dtype) << " weights, f32 activations, cpu, " << model->num_threads()
+         << " threads\n"
          << "kv cache   " << (gen.use_kv_cache ? "on (contiguous)" : "off (recompute every step)") << ", reductions "
          << (a.deterministic ? "deterministic" : "fast (OpenBLAS)") << "\n"
          << "sampling   " << (a.temperature == 0.0f ? std::string("greedy") : "temperature " + std::to_string(a.temperature))
@@ -374,6 +358,7 @@ int main(int argc, char** argv) {
   gen->add_option("--threads", g.threads, "CPU threads, 0 = all cores")->capture_default_str();
   gen->add_flag("--no-kv-cache", g.no_kv_cache, "recompute the whole sequence every step (use_cache=False)");
   gen->add_flag("--deterministic", g.deterministic, "batch-invariant reductions (slower prefill)");
+  gen->add_option("--dtype", g.dtype, "weight dtype: f32 (exact) or bf16 (half the bytes)")->capture_default_str();
   gen->add_option("--backend", g.backend, "cpu or cuda")->capture_default_str();
 
   TokenizeArgs t;

@@ -19,6 +19,12 @@ Backend parse_backend(const std::string& text, const std::string& what) {
   fail(what, ": unknown backend '", text, "' (expected cpu or cuda)");
 }
 
+DType parse_weight_dtype(const std::string& text, const std::string& what) {
+  if (text == "f32") return DType::F32;
+  if (text == "bf16") return DType::BF16;
+  fail(what, ": unsupported weight dtype '", text, "' (expected f32 or bf16)");
+}
+
 Model::Model(ModelConfig config, ModelWeights weights, const EngineOptions& options)
     : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
   if (options_.backend == Backend::CUDA) {

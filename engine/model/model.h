@@ -36,6 +36,12 @@ enum class Backend { CPU, CUDA };
 /// Parses "cpu" or "cuda"; @throws Error naming @p what otherwise.
 Backend parse_backend(const std::string& text, const std::string& what);
 
+/**
+ * @brief Parses a weight dtype flag: "f32" or "bf16".
+ * @throws Error naming @p what and the accepted values otherwise.
+ */
+DType parse_weight_dtype(const std::string& text, const std::string& what);
+
 /// Engine-wide switches; later labs add theirs here so the whole ladder reads top to bottom.
 struct EngineOptions {
   Backend backend = Backend::CPU;  ///< where ops run

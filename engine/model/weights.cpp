@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/thread_pool.h"
 #include "model/safetensors.h"
 
@@ -46,12 +47,6 @@ std::uint64_t splitmix64(std::uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
-}
-
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
-  return h;
 }
 
 // Fills a tensor with offset + uniform noise of standard deviation `stddev`, keyed by (seed, name, index).

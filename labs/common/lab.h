@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/hash.h"
 #include "model/model.h"
 #include "report.h"
 #include "serve/metrics.h"
@@ -28,7 +29,7 @@ struct LabOptions {
   std::string preset;              ///< synthetic preset (the lab's default when neither flag is given)
   std::string model_dir;           ///< Hugging Face model folder instead of a preset
   std::string backend = "cpu";     ///< cpu or cuda
-  std::string dtype = "f32";       ///< compute dtype
+  std::string dtype = "f32";       ///< weight dtype: f32 or bf16
   int threads = 0;                 ///< CPU threads, 0 = all cores
   std::uint64_t seed = 0;          ///< seeds synthetic weights and stand-in prompts
   std::string out = "results";     ///< results root folder
@@ -80,7 +81,5 @@ class Progress {
  */
 int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& body);
 
-/// Short FNV-1a hash of token ids, printed so runs that must agree visibly agree.
-std::string token_hash(const std::vector<std::int32_t>& ids);
 
 }  // namespace servelab::lab

@@ -95,7 +95,7 @@ TEST_CASE("lab 02 refuses bad flags with one error naming the flag", "[lab02]") 
   r = test::run_command(std::string(LAB02_EXE) + " --quick --tokens 5000 --out /tmp");
   CHECK(r.status != 0);
   CHECK(r.err.find("max_position_embeddings") != std::string::npos);
-  r = test::run_command(std::string(LAB02_EXE) + " --quick --dtype bf16 --out /tmp");
+  r = test::run_command(std::string(LAB02_EXE) + " --quick --dtype fp8 --out /tmp");
   CHECK(r.status != 0);
-  CHECK(r.err.find("--dtype bf16") != std::string::npos);
+  CHECK(r.err.find("--dtype: unsupported weight dtype 'fp8'") != std::string::npos);
 }

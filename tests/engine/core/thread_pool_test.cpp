@@ -1,4 +1,6 @@
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <stdexcept>
 
 #include "core/thread_pool.h"
@@ -28,4 +30,17 @@ TEST_CASE("an exception in a worker reaches the caller and the pool stays usable
   std::atomic<int> sum{0};
   pool.parallel_for(10, [&](std::size_t b, std::size_t e) { sum += static_cast<int>(e - b); });
   CHECK(sum == 10);
+}
+
+TEST_CASE("workers that went to sleep between loops wake up for the next one", "[thread_pool]") {
+  ThreadPool pool(2);
+  for (int round = 0; round < 3; ++round) {
+    // Longer than the pool's spin window, so the worker blocks on its condition variable.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::vector<std::atomic<int>> hits(64);
+    pool.parallel_for(hits.size(), [&](std::size_t b, std::size_t e) {
+      for (std::size_t i = b; i < e; ++i) hits[i]++;
+    });
+    for (auto& h : hits) CHECK(h == 1);
+  }
 }

@@ -79,3 +79,35 @@ TEST_CASE("GQA: query head h reads kv head h / group - ragged sequences", "[atte
       }
   CHECK(test::all_close(out, expected, test::kKernelAtol, test::kKernelRtol));
 }
+
+TEST_CASE("blocked attention equals naive attention - ragged - GQA - cached prefix - paged view", "[attention]") {
+  ThreadPool pool(2);
+  const int H = 4, KVH = 2, D = 16;
+  // (cached, new): a decode step, a short prefill, one spanning two 64-query blocks, a chunk after a prefix.
+  const std::pair<int, int> shapes[] = {{40, 1}, {0, 17}, {0, 100}, {30, 70}};
+  for (bool paged : {false, true}) {
+    DYNAMIC_SECTION((paged ? "paged" : "contiguous")) {
+      std::vector<std::vector<float>> ks, vs;
+      std::vector<std::vector<std::int32_t>> tables;
+      std::vector<AttentionSeq> seqs;
+      int row = 0;
+      for (std::size_t s = 0; s < std::size(shapes); ++s) {
+        const int n = shapes[s].first + shapes[s].second, block = 16, blocks = (n + block - 1) / block;
+        ks.push_back(test::random_floats(static_cast<std::size_t>(blocks) * block * KVH * D, 40 + s));
+        vs.push_back(test::random_floats(ks.back().size(), 50 + s));
+        tables.emplace_back();
+        for (int b = 0; b < blocks; ++b) tables.back().push_back(blocks - 1 - b);  // reversed: runs break at every block
+        KVView kv{ks.back().data(), vs.back().data(), static_cast<std::size_t>(KVH * D),
+                  paged ? tables.back().data() : nullptr, paged ? block : 0};
+        seqs.push_back({row, shapes[s].second, shapes[s].first, kv});
+        row += shapes[s].second;
+      }
+      const auto q = test::random_floats(static_cast<std::size_t>(row) * H * D, 60);
+      std::vector<float> naive(q.size(), NAN), blocked(q.size(), NAN);
+      attention_naive(KernelContext{&pool}, naive.data(), q.data(), seqs, {H, KVH, D});
+      attention_blocked(KernelContext{&pool}, blocked.data(), q.data(), seqs, {H, KVH, D});
+      CHECK(test::all_close(blocked, std::vector<double>(naive.begin(), naive.end()), test::kKernelAtol,
+                            test::kKernelRtol));
+    }
+  }
+}

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/thread_pool.h"
+#include "kernels/cpu/rows.h"
 #include "kernels/gemm.h"
 #include "test_util.h"
 
@@ -10,11 +11,20 @@ using namespace servelab;
 
 namespace {
 
-Tensor weight(int N, int K, unsigned seed) {
-  Tensor w = Tensor::zeros(DType::F32, {N, K});
+Tensor weight(int N, int K, unsigned seed, DType dtype = DType::F32) {
+  Tensor w = Tensor::zeros(dtype, {N, K});
   const auto r = test::random_floats(static_cast<std::size_t>(N) * K, seed);
-  std::memcpy(w.data, r.data(), r.size() * sizeof(float));
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    if (dtype == DType::F32)
+      w.as<float>()[i] = r[i];
+    else
+      w.as<std::uint16_t>()[i] = f32_to_bf16(r[i]);
+  }
   return w;
+}
+
+float weight_value(const Tensor& w, std::size_t i) {
+  return w.dtype == DType::F32 ? w.as<float>()[i] : bf16_to_f32(w.as<std::uint16_t>()[i]);
 }
 
 std::vector<double> reference(const std::vector<float>& x, const Tensor& w, int M) {
@@ -23,7 +33,7 @@ std::vector<double> reference(const std::vector<float>& x, const Tensor& w, int 
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
       double s = 0;
-      for (int k = 0; k < K; ++k) s += double(x[m * K + k]) * w.as<float>()[n * K + k];
+      for (int k = 0; k < K; ++k) s += double(x[m * K + k]) * weight_value(w, static_cast<std::size_t>(n) * K + k);
       out[m * N + n] = s;
     }
   return out;
@@ -59,6 +69,46 @@ TEST_CASE("deterministic matmul: row m is bit-identical for any batch size and t
     matmul(KernelContext{&one, true}, single.data(), x.data() + m * K, w, 1);
     CHECK(std::memcmp(single.data(), batch.data() + m * N, N * sizeof(float)) == 0);
   }
+}
+
+TEST_CASE("every instruction set's row kernel matches the reference - f32 and bf16 weights", "[gemm]") {
+  // K = 130 and 7 leave tails of 2 and 7 after the 8- and 16-lane loops; N = 13 leaves a 4-row tile tail.
+  for (cpu::Isa isa : {cpu::Isa::Avx512, cpu::Isa::Avx2, cpu::Isa::Generic}) {
+    if (!cpu::isa_supported(isa)) {
+      WARN("row kernel " << cpu::isa_name(isa) << " not tested: this CPU lacks it");
+      continue;
+    }
+    for (DType dtype : {DType::F32, DType::BF16})
+      for (int M : {1, 2, 5, 9})
+        for (auto [N, K] : {std::pair{13, 130}, {4, 7}, {33, 64}, {1, 1}}) {
+          const Tensor w = weight(N, K, 5, dtype);
+          const auto x = test::random_floats(static_cast<std::size_t>(M) * K, 6);
+          std::vector<float> out(static_cast<std::size_t>(M) * N, NAN);
+          cpu::rows_kernel(isa)(out.data(), x.data(), w.data, dtype == DType::BF16, M, N, K, 0, N);
+          INFO(cpu::isa_name(isa) << " " << dtype_name(dtype) << " M " << M << " N " << N << " K " << K);
+          CHECK(test::all_close(out, reference(x, w, M), 1e-5 * std::sqrt(K), 1e-5));
+          // Determinism: each row alone gives the same bits as inside the batch.
+          std::vector<float> alone(N);
+          for (int m = 0; m < M; ++m) {
+            cpu::rows_kernel(isa)(alone.data(), x.data() + static_cast<std::size_t>(m) * K, w.data,
+                                  dtype == DType::BF16, 1, N, K, 0, N);
+            CHECK(std::memcmp(alone.data(), out.data() + static_cast<std::size_t>(m) * N, N * sizeof(float)) == 0);
+          }
+        }
+  }
+}
+
+TEST_CASE("the BLAS path widens bf16 weights tile by tile", "[gemm]") {
+  ThreadPool pool(2);
+  const int M = 20, N = 150, K = 96;  // N spans several 64-row tiles and both threads
+  const Tensor w = weight(N, K, 8, DType::BF16);
+  const auto x = test::random_floats(static_cast<std::size_t>(M) * K, 9);
+  std::vector<float> out(static_cast<std::size_t>(M) * N, NAN);
+  matmul_blas(KernelContext{&pool, false}, out.data(), x.data(), w, M);
+  CHECK(test::all_close(out, reference(x, w, M), 1e-5 * std::sqrt(K), 1e-5));
+  std::vector<float> spec(out.size(), NAN);
+  matmul_reference(spec.data(), x.data(), w, M);
+  CHECK(test::all_close(spec, reference(x, w, M), 1e-5 * std::sqrt(K), 1e-5));
 }
 
 TEST_CASE("add_bias adds the bias to every row", "[gemm]") {

@@ -130,3 +130,21 @@ TEST_CASE("sharded checkpoints are read through model.safetensors.index.json", "
   std::ofstream(copy / "model.safetensors.index.json") << "{\"metadata\": {}}";
   REQUIRE_ERROR_MENTIONS(Checkpoint{copy}, "model.safetensors.index.json", "weight_map");
 }
+
+TEST_CASE("loading as bf16: a bf16 file is a view, an f32 file is rounded exactly as torch rounds", "[safetensors][bf16]") {
+  // tools/make_fixtures.py made qwen2-tiny-bf16 with torch's .to(bfloat16) of qwen2-tiny's weights.
+  const Checkpoint f32(test::fixtures_dir() / "qwen2-tiny"), bf16(test::fixtures_dir() / "qwen2-tiny-bf16");
+  const std::pair<const char*, std::vector<std::int64_t>> tensors[] = {
+      {"model.layers.0.mlp.up_proj.weight", {160, 64}},
+      {"model.embed_tokens.weight", {256, 64}},
+      {"model.layers.1.self_attn.k_proj.bias", {32}}};
+  for (const auto& [name, shape] : tensors) {
+    const Tensor stored = bf16.load(name, shape, DType::BF16), rounded = f32.load(name, shape, DType::BF16);
+    INFO(name);
+    CHECK(stored.owner != nullptr);
+    CHECK(std::memcmp(stored.data, rounded.data, stored.nbytes()) == 0);
+    const Tensor widened = bf16.load(name, shape, DType::F32);  // and back: bf16 -> f32 is exact
+    for (std::int64_t i = 0; i < widened.numel(); ++i)
+      REQUIRE(widened.as<float>()[i] == bf16_to_f32(stored.as<std::uint16_t>()[i]));
+  }
+}
