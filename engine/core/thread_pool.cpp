@@ -83,8 +83,9 @@ void ThreadPool::worker_loop(int index) {
   }
 }
 
-void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) {
-  if (workers_.empty() || n < 2) {
+void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn,
+                              std::size_t min_per_thread) {
+  if (workers_.empty() || n < 2 * std::max<std::size_t>(1, min_per_thread)) {
     if (n > 0) fn(0, n);
     return;
   }

@@ -48,8 +48,11 @@ class ThreadPool {
    * The split depends only on @p n and the pool size. Blocks until every
    * chunk is done; an exception thrown by @p fn is rethrown here. Not
    * reentrant: @p fn must not call parallel_for on the same pool.
+   * @param min_per_thread below 2 × this many items the caller runs them all
+   *        itself: waking threads costs microseconds, more than a tiny loop.
    */
-  void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn);
+  void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn,
+                    std::size_t min_per_thread = 1);
 
  private:
   void worker_loop(int index);

@@ -22,8 +22,11 @@ void attention_naive(const KernelContext& ctx, float* out, const float* q, const
   std::vector<Item> items;
   for (const auto& s : seqs)
     for (int i = 0; i < s.num_new_tokens; ++i) items.push_back({&s, s.first_row + i, s.num_computed_tokens + i});
+  std::size_t keys_read = 0;  // a short decode step runs on the calling thread alone
+  for (const Item& it : items) keys_read += static_cast<std::size_t>(it.pos + 1) * H;
+  const std::size_t min_per_thread = keys_read < 8192 ? items.size() * H : 1;
   ctx.pool->parallel_for(items.size() * H, [&](std::size_t w0, std::size_t w1) {
-    std::vector<float> scores;  // [pos + 1] S = q·Kᵀ / sqrt(d), then P = softmax(S)
+    thread_local std::vector<float> scores;  // [pos + 1] S = q·Kᵀ / sqrt(d), then P = softmax(S)
     for (std::size_t w = w0; w < w1; ++w) {
       const Item& it = items[w / H];
       const int h = static_cast<int>(w % H), kvh = h / group;
@@ -49,7 +52,7 @@ void attention_naive(const KernelContext& ctx, float* out, const float* q, const
         for (int d = 0; d < D; ++d) oh[d] += p * v[d];
       }
     }
-  });
+  }, min_per_thread);
 }
 
 namespace {
