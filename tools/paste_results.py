@@ -23,19 +23,14 @@ def fmt(cell, digits):
 
 
 def table_markdown(table):
-    # Same precision rules as the lab's own printer: the JSON keeps full precision.
+    # The digits the lab itself printed (the JSON keeps full precision).
     rows = table["rows"]
-    digits = [3] * len(table["columns"])
-    for i, _ in enumerate(table["columns"]):
-        floats = [r[i] for r in rows if isinstance(r[i], float)]
-        if floats:
-            biggest = max(abs(x) for x in floats)
-            digits[i] = 1 if biggest >= 100 else 2 if biggest >= 1 else 4
+    digits = table.get("precision") or [3] * len(table["columns"])
     lines = ["| " + " | ".join(table["columns"]) + " |"]
     lines.append("|" + "|".join("---:" if rows and not isinstance(rows[0][i], str) else "---"
                                 for i in range(len(table["columns"]))) + "|")
     for r in rows:
-        lines.append("| " + " | ".join(fmt(c, digits[i]) for i, c in enumerate(r)) + " |")
+        lines.append("| " + " | ".join(fmt(c, digits[i] if i < len(digits) else 2) for i, c in enumerate(r)) + " |")
     text = "\n".join(lines)
     if table.get("note"):
         text += "\n\n" + table["note"]

@@ -7,8 +7,12 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
-for lab in 01_autoregressive 02_kv_cache; do
+labs=(01_autoregressive 02_kv_cache)
+# Every lab runs before any chapter changes, so each run records a clean git commit.
+for lab in "${labs[@]}"; do
   "$root/build/labs/lab_$lab" --out "$root/results"
+done
+for lab in "${labs[@]}"; do
   "$py" "$root/tools/plot_lab.py" "$root/results/$lab/$lab.json"
   mkdir -p "$root/labs/$lab/figures"
   cp "$root/results/$lab/"*.png "$root/labs/$lab/figures/"

@@ -117,7 +117,8 @@ nlohmann::ordered_json Table::to_json() const {
     for (const auto& cell : row) r.push_back(cell_json(cell));
     rows_json.push_back(r);
   }
-  return {{"name", name}, {"title", title}, {"columns", columns}, {"rows", rows_json}, {"note", note}};
+  return {{"name", name},   {"title", title}, {"columns", columns}, {"precision", precision},
+          {"rows", rows_json}, {"note", note}};
 }
 
 Report::Report(std::string lab, const std::filesystem::path& out) : lab_(std::move(lab)), dir_(out / lab_) {
