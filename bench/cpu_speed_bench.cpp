@@ -6,8 +6,8 @@
  * bf16 weights:
  * - decode tokens/s at batch 1, context 128, beside the streaming-read
  *   bandwidth: fraction = weight bytes per token × tokens/s ÷ bandwidth;
- * - prefill tokens/s for a 512-token prompt, beside OpenBLAS sgemm on the
- *   model's own GEMM shapes: fraction = model FLOPs per token × tokens/s ÷ sgemm FLOP/s.
+ * - prefill tokens/s for a 512-token prompt, beside OpenBLAS sgemm (its own
+ *   threads) on the model's MLP up-projection shape: fraction = model FLOPs per token × tokens/s ÷ sgemm FLOP/s.
  * The limits are measured between the timed iterations of each figure (the
  * median of those runs is reported), because this machine's bandwidth swings
  * over minutes. The table is printed last.
@@ -15,8 +15,6 @@
  * Run: build/bench/bench_cpu_speed [--benchmark_repetitions=3]
  */
 #include <benchmark/benchmark.h>
-#include <cblas.h>
-#include <immintrin.h>
 
 #include <chrono>
 #include <cstdio>
@@ -29,6 +27,7 @@
 
 #include "core/thread_pool.h"
 #include "model/model.h"
+#include "perf/machine.h"
 #include "perf/work.h"
 #include "serve/metrics.h"
 
@@ -58,70 +57,6 @@ std::unique_ptr<Model> model(DType dtype, int threads, bool deterministic) {
   return std::make_unique<Model>(preset(kPreset), weights(dtype), options);
 }
 
-// Streaming read: sum a 1 GiB buffer (far larger than any cache) split over the
-// threads, with the widest vectors this CPU has and eight independent sums, so
-// the loop is limited by memory and not by the adds. This is the roof decode is held to.
-float sum_range_generic(const float* p, std::size_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (std::size_t i = 0; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += p[i + j];
-  return std::accumulate(acc, acc + 8, 0.0f);
-}
-
-#if defined(__x86_64__)
-// GCC 12 warns about its own _mm512_undefined_* helpers inside the intrinsics headers.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-__attribute__((target("avx512f"))) float sum_range_avx512(const float* p, std::size_t n) {
-  __m512 acc[8];
-  for (auto& a : acc) a = _mm512_setzero_ps();
-  for (std::size_t i = 0; i + 128 <= n; i += 128)
-    for (int j = 0; j < 8; ++j) acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(p + i + 16 * j));
-  for (int j = 1; j < 8; ++j) acc[0] = _mm512_add_ps(acc[0], acc[j]);
-  return _mm512_reduce_add_ps(acc[0]);
-}
-#pragma GCC diagnostic pop
-#endif
-
-float sum_range(const float* p, std::size_t n) {
-#if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f")) return sum_range_avx512(p, n);
-#endif
-  return sum_range_generic(p, n);
-}
-
-// One streaming read of the 1 GiB buffer over `threads` threads; returns GB/s.
-double stream_read_gbs(ThreadPool& pool) {
-  static std::vector<float> buffer(std::size_t{1} << 28, 1.0f);  // 1 GiB
-  const int threads = pool.num_threads();
-  std::vector<float> partial(threads, 0.0f);
-  const auto start = std::chrono::steady_clock::now();
-  pool.parallel_for(static_cast<std::size_t>(threads), [&](std::size_t t0, std::size_t t1) {
-    for (std::size_t t = t0; t < t1; ++t) {
-      const std::size_t n = buffer.size() / threads;
-      partial[t] = sum_range(buffer.data() + t * n, n);
-    }
-  });
-  benchmark::DoNotOptimize(partial.data());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return static_cast<double>(buffer.size() * sizeof(float)) / seconds / 1e9;
-}
-
-// OpenBLAS sgemm (its own threads) on the model's MLP up-projection shape; returns GFLOP/s.
-double sgemm_gflops(int threads) {
-  const ModelConfig c = preset(kPreset);
-  const int M = kPrompt, N = c.intermediate_size, K = c.hidden_size;
-  static std::vector<float> a(static_cast<std::size_t>(M) * K, 0.5f), b(static_cast<std::size_t>(N) * K, 0.25f),
-      out(static_cast<std::size_t>(M) * N);
-  openblas_set_num_threads(threads);
-  const auto start = std::chrono::steady_clock::now();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, out.data(), N);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  openblas_set_num_threads(1);  // the engine runs BLAS single-threaded inside its own pool
-  return 2.0 * M * N * K / seconds / 1e9;
-}
-
 // The limits are measured between the timed iterations, so figure and limit see the same machine state.
 void BM_Decode(benchmark::State& state) {
   const DType dtype = state.range(0) ? DType::BF16 : DType::F32;
@@ -133,7 +68,7 @@ void BM_Decode(benchmark::State& state) {
   std::vector<double> limits;
   for (auto _ : state) {
     state.PauseTiming();
-    limits.push_back(stream_read_gbs(pool));
+    limits.push_back(measure_read_gbs(pool));
     state.ResumeTiming();
     Batch batch;
     batch.add(0, kContext, std::span(&token, 1));
@@ -153,7 +88,7 @@ void BM_Prefill(benchmark::State& state) {
   std::vector<double> limits;
   for (auto _ : state) {
     state.PauseTiming();
-    limits.push_back(sgemm_gflops(threads));
+    limits.push_back(measure_sgemm_gflops(threads, kPrompt, preset(kPreset).intermediate_size, preset(kPreset).hidden_size));
     state.ResumeTiming();
     Batch batch;
     batch.add(0, 0, prompt);

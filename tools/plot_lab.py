@@ -28,6 +28,29 @@ def column(table, name):
     return [row[i] for row in table["rows"] if isinstance(row[i], (int, float))]
 
 
+def draw_roofline(ax, spec, tables):
+    """Log-log roofline: each hardware's min(peak, I x bandwidth), then the measured points."""
+    roofs = tables[spec["roofs"]]
+    points = tables[spec["table"]]
+    xs = [x for x in column(points, spec["x"]) if x > 0]
+    lo, hi = min(xs + [0.1]) / 2, max(xs + [1000]) * 2
+    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    for row in roofs["rows"]:
+        name = row[roofs["columns"].index("hardware")]
+        peak = row[roofs["columns"].index("peak GFLOP/s")]
+        bw = row[roofs["columns"].index("bandwidth GB/s")]
+        line, = ax.plot(grid, [min(peak, i * bw) for i in grid], linewidth=1.2, label=f"{name} roof")
+        ax.axvline(peak / bw, color=line.get_color(), linestyle=":", linewidth=0.8)
+    labels = [r[points["columns"].index("point")] for r in points["rows"]] if "point" in points["columns"] else []
+    for y in spec["y"]:
+        ys = column(points, y)
+        ax.scatter(xs[: len(ys)], ys, zorder=5, color="black", s=18, label="measured here")
+        for x, yv, text in zip(xs, ys, labels):
+            ax.annotate(text, (x, yv), fontsize=6, xytext=(3, -8), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+
+
 def draw(results_path):
     results = json.loads(results_path.read_text())
     tables = {t["name"]: t for t in results["tables"]}
@@ -36,18 +59,21 @@ def draw(results_path):
         if spec["table"] not in tables:
             raise SystemExit(f"plot_lab.py: {results_path}: plot {spec['name']!r} needs missing table {spec['table']!r}")
         table = tables[spec["table"]]
-        xs = column(table, spec["x"])
         fig, ax = plt.subplots(figsize=(7, 4.2))
-        for y in spec["y"]:
-            ys = column(table, y)
-            ax.plot(xs[: len(ys)], ys, marker="o" if len(xs) <= 20 else None, markersize=4, label=y)
+        if spec.get("kind") == "roofline":
+            draw_roofline(ax, spec, tables)
+        else:
+            xs = column(table, spec["x"])
+            for y in spec["y"]:
+                ys = column(table, y)
+                ax.plot(xs[: len(ys)], ys, marker="o" if len(xs) <= 20 else None, markersize=4, label=y)
         ax.set_title(spec["title"])
         ax.set_xlabel(spec["xlabel"])
         ax.set_ylabel(spec["ylabel"])
         if spec.get("logy"):
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=7)
         settings = results["settings"]
         fig.text(0.01, 0.01, f"{settings.get('model', '')} | {machine['cpu']} | {machine['date_utc']} | "
                  f"commit {machine['git_commit']}", fontsize=7, color="gray")

@@ -7,13 +7,14 @@
 
 #include "core/thread_pool.h"
 #include "kernels/gemm.h"
+#include "kernels/math/attention.h"
 
 namespace servelab {
 
 void attention_naive(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
                      const AttentionShape& shape) {
   const int H = shape.num_heads, D = shape.head_dim, group = shape.num_heads / shape.num_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const float scale = attention_scale(D);
   // One work item per (sequence token, query head); the list is flattened so threads share it evenly.
   struct Item {
     const AttentionSeq* seq;
@@ -37,9 +38,7 @@ void attention_naive(const KernelContext& ctx, float* out, const float* q, const
       float max_score = -INFINITY;
       for (int t = 0; t < n; ++t) {
         const float* k = it.seq->kv.key(t) + static_cast<std::size_t>(kvh) * D;
-        float s = 0.0f;
-        for (int d = 0; d < D; ++d) s += qh[d] * k[d];
-        scores[t] = s * scale;
+        scores[t] = dot(qh, k, D) * scale;
         max_score = std::max(max_score, scores[t]);
       }
       float sum = 0.0f;
@@ -78,7 +77,7 @@ void attention_blocked(const KernelContext& ctx, float* out, const float* q, con
                        const AttentionShape& shape) {
   use_blas_inside_engine_threads();
   const int H = shape.num_heads, D = shape.head_dim, group = shape.num_heads / shape.num_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const float scale = attention_scale(D);
   struct Item {
     const AttentionSeq* seq;
     int head, first, count;  // query rows [first, first + count) of the sequence's new tokens

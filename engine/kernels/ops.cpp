@@ -12,7 +12,7 @@ void rmsnorm(const KernelContext& ctx, float* out, const float* x, const float* 
       const float* row = x + t * n;
       float* dst = out + t * n;
       const float inv = rms_inv(row, n, eps);
-      for (int i = 0; i < n; ++i) dst[i] = weight[i] * (row[i] * inv);  // HF: weight * (x * rsqrt(var + eps))
+      for (int i = 0; i < n; ++i) dst[i] = rmsnorm_scale(row[i], inv, weight[i]);
     }
   });
 }
@@ -32,7 +32,7 @@ void silu_mul(const KernelContext& ctx, float* out, const float* gate_up, int T,
       const float* gate = gate_up + t * 2 * F;
       const float* up = gate + F;
       float* dst = out + t * F;
-      for (int i = 0; i < F; ++i) dst[i] = silu(gate[i]) * up[i];
+      for (int i = 0; i < F; ++i) dst[i] = swiglu(gate[i], up[i]);
     }
   });
 }

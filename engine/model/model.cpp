@@ -4,12 +4,15 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "cuda/cuda_kv_cache.h"
+#include "cuda/cuda_model.h"
 #include "kernels/attention.h"
 #include "kernels/cuda_runtime_probe.h"
 #include "kernels/embedding.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
 #include "model/rope_freq.h"
+#include "perf/work.h"
 
 namespace servelab {
 
@@ -27,15 +30,17 @@ DType parse_weight_dtype(const std::string& text, const std::string& what) {
 
 Model::Model(ModelConfig config, ModelWeights weights, const EngineOptions& options)
     : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
-  if (options_.backend == Backend::CUDA) {
-    // The seam is here; the CUDA implementation of the ops is the CUDA backend issue's.
-    const std::string probe = cuda_device_summary();
-    fail("--backend cuda: the CUDA backend is not implemented in this version of servelab (", probe,
-         "); use --backend cpu");
-  }
+  if (options_.backend == Backend::CUDA)
+    check(cuda_device_count() > 0, "--backend cuda: no usable CUDA device (", cuda_device_summary(),
+          "); use --backend cpu");
   pool_ = std::make_unique<ThreadPool>(options_.num_threads);
   ctx_ = KernelContext{pool_.get(), options_.deterministic};
   inv_freq_ = rope_inv_freq(config_);
+  if (options_.backend == Backend::CUDA) {
+    // The GPU stacks q/k/v and gate/up in device memory itself; no host copy of the weights is needed.
+    cuda_ = std::make_unique<CudaModel>(config_, weights_, inv_freq_);
+    return;
+  }
   // Stack q/k/v and gate/up so each sublayer input is multiplied once (one
   // pass of threads, one larger GEMM), and make the per-projection tensors
   // views into the stacks so no weight is held twice.
@@ -52,6 +57,13 @@ Model::Model(ModelConfig config, ModelWeights weights, const EngineOptions& opti
     w.up_proj = f.gate_up_proj.rows(inter, 2 * inter);
     fused_.push_back(std::move(f));
   }
+}
+
+Model::~Model() = default;
+
+std::unique_ptr<KVCache> Model::make_kv_cache(int num_slots, int max_seq_len) const {
+  if (cuda_) return cuda_->make_kv_cache(num_slots, max_seq_len);
+  return std::make_unique<ContiguousKVCache>(config_, num_slots, max_seq_len);
 }
 
 float* Model::Workspace::get(Buffer which, std::size_t floats) {
@@ -75,6 +87,10 @@ std::unique_ptr<Model> Model::from_preset(const std::string& name, std::uint64_t
 }
 
 void Model::check_batch(const Batch& batch, const KVCache& cache) const {
+  // A host cache's rows cannot be read by a kernel, nor a device cache's by the CPU.
+  check(is_device_kv_cache(cache) == (cuda_ != nullptr), "the KV cache is in ",
+        is_device_kv_cache(cache) ? "device" : "host", " memory but the model runs on --backend ",
+        cuda_ ? "cuda" : "cpu", "; make the cache with Model::make_kv_cache()");
   int rows = 0;
   for (const auto& s : batch.seqs) {
     check(s.kv_slot >= 0 && s.kv_slot < cache.num_slots(), "batch: kv_slot ", s.kv_slot, " out of range [0, ",
@@ -95,8 +111,16 @@ void Model::check_batch(const Batch& batch, const KVCache& cache) const {
     check(r >= 0 && r < batch.num_tokens(), "batch: logits index ", r, " out of range");
 }
 
+namespace {
+
+// Work of x [M, K] · Wᵀ with f32 activations.
+Work gemm_count(int M, const Tensor& w) { return gemm_work(M, w.shape[0], w.shape[1], w.dtype, DType::F32); }
+
+}  // namespace
+
 std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
   check_batch(batch, cache);
+  if (cuda_) return cuda_->forward(batch, cache);  // the same step on the GPU (engine/cuda/cuda_model.h)
   const ModelConfig& c = config_;
   const int T = batch.num_tokens(), H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size;
   const auto eps = static_cast<float>(c.rms_norm_eps);
@@ -125,6 +149,10 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
   }
 
   embedding_lookup(weights_.embed_tokens, batch.token_ids, x);
+  const double fb = sizeof(float);  // activations, KV cache, norm weights and biases are f32
+  count("embedding", [&] {
+    return Work{0, double(T) * H * dtype_size(weights_.embed_tokens.dtype), 0, double(T) * H * fb, 0, 0};
+  });
 
   const AttentionShape shape{c.num_attention_heads, c.num_key_value_heads, c.head_dim};
   const std::size_t residual = static_cast<std::size_t>(T) * H;
@@ -133,16 +161,25 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
     const FusedLayer& f = fused_[l];
     // Attention sublayer: q, k and v come out of one GEMM over the stacked weights.
     rmsnorm(ctx_, xn, x, w.input_layernorm.as<const float>(), T, H, eps);
+    count("rmsnorm", [&] { return Work{4.0 * T * H, H * fb, double(T) * H * fb, double(T) * H * fb, 0, 0}; });
     matmul(ctx_, qkv, xn, f.qkv_proj, T);
-    if (c.attention_bias) add_bias(qkv, f.qkv_bias.as<const float>(), T, QKV);
+    count("qkv_proj", [&] { return gemm_count(T, f.qkv_proj); });
+    if (c.attention_bias) {
+      add_bias(qkv, f.qkv_bias.as<const float>(), T, QKV);
+      count("bias", [&] { return Work{double(T) * QKV, QKV * fb, double(T) * QKV * fb, double(T) * QKV * fb, 0, 0}; });
+    }
     for (int t = 0; t < T; ++t) {
       const float* stacked = qkv + static_cast<std::size_t>(t) * QKV;
       std::memcpy(q + static_cast<std::size_t>(t) * Q, stacked, sizeof(float) * Q);
       std::memcpy(k + static_cast<std::size_t>(t) * KV, stacked + Q, sizeof(float) * KV);
       std::memcpy(v + static_cast<std::size_t>(t) * KV, stacked + Q + KV, sizeof(float) * KV);
     }
+    count("qkv_split", [&] { return Work{0, 0, double(T) * QKV * fb, double(T) * QKV * fb, 0, 0}; });
     rope(ctx_, q, positions.data(), T, c.num_attention_heads, c.head_dim, inv_freq_.data());
     rope(ctx_, k, positions.data(), T, c.num_key_value_heads, c.head_dim, inv_freq_.data());
+    count("rope", [&] {
+      return Work{3.0 * T * (Q + KV), 0, double(T) * (Q + KV) * fb, double(T) * (Q + KV) * fb, 0, 0};
+    });
     for (std::size_t i = 0; i < seqs.size(); ++i) {
       seqs[i].kv = cache.view(l, batch.seqs[i].kv_slot);
       for (int j = 0; j < seqs[i].num_new_tokens; ++j) {
@@ -151,15 +188,29 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
         std::memcpy(seqs[i].kv.value(seqs[i].num_computed_tokens + j), v + r, sizeof(float) * KV);
       }
     }
+    count("kv_write", [&] { return Work{0, 0, 2.0 * T * KV * fb, 0, 0, 2.0 * T * KV * fb}; });
     attention(ctx_, attn, q, seqs, shape);
+    for (const AttentionSeq& s : seqs)
+      count("attention", [&] {
+        const double n = s.num_new_tokens, cached = s.num_computed_tokens;
+        const double keys = n * cached + n * (n + 1) / 2;  // query at position p reads p + 1 keys
+        return Work{4.0 * keys * Q, 0, n * Q * fb, n * Q * fb, (cached + n) * 2 * KV * fb, 0};
+      });
     matmul(ctx_, proj, attn, w.o_proj, T);
+    count("o_proj", [&] { return gemm_count(T, w.o_proj); });
     add_inplace(x, proj, residual);
+    count("residual", [&] { return Work{double(residual), 0, 2.0 * residual * fb, residual * fb, 0, 0}; });
     // MLP sublayer (SwiGLU): gate and up from one GEMM, then down.
     rmsnorm(ctx_, xn, x, w.post_attention_layernorm.as<const float>(), T, H, eps);
+    count("rmsnorm", [&] { return Work{4.0 * T * H, H * fb, double(T) * H * fb, double(T) * H * fb, 0, 0}; });
     matmul(ctx_, gate_up, xn, f.gate_up_proj, T);
+    count("gate_up_proj", [&] { return gemm_count(T, f.gate_up_proj); });
     silu_mul(ctx_, act, gate_up, T, F);
+    count("silu_mul", [&] { return Work{5.0 * T * F, 0, 2.0 * T * F * fb, double(T) * F * fb, 0, 0}; });
     matmul(ctx_, proj, act, w.down_proj, T);
+    count("down_proj", [&] { return gemm_count(T, w.down_proj); });
     add_inplace(x, proj, residual);
+    count("residual", [&] { return Work{double(residual), 0, 2.0 * residual * fb, residual * fb, 0, 0}; });
   }
 
   // Final norm and LM head only on the rows that are sampled or scored.
@@ -169,8 +220,10 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
     std::memcpy(&selected[static_cast<std::size_t>(r) * H], x + static_cast<std::size_t>(batch.logits_indices[r]) * H,
                 sizeof(float) * H);
   rmsnorm(ctx_, selected.data(), selected.data(), weights_.norm.as<const float>(), R, H, eps);
+  count("final_norm", [&] { return Work{4.0 * R * H, H * fb, double(R) * H * fb, double(R) * H * fb, 0, 0}; });
   std::vector<float> logits(static_cast<std::size_t>(R) * c.vocab_size);
   if (R > 0) matmul(ctx_, logits.data(), selected.data(), weights_.lm_head, R);
+  count("lm_head", [&] { return gemm_count(R, weights_.lm_head); });
   return logits;
 }
 

@@ -27,8 +27,11 @@
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/weights.h"
+#include "perf/counter.h"
 
 namespace servelab {
+
+class CudaModel;
 
 /// Where the model's ops run.
 enum class Backend { CPU, CUDA };
@@ -56,10 +59,14 @@ struct EngineOptions {
 class Model {
  public:
   /**
-   * @brief Takes ownership of @p weights.
-   * @throws Error when the options ask for a backend this build or machine lacks.
+   * @brief Takes ownership of @p weights; with Backend::CUDA, also uploads
+   *        them once to the GPU (engine/cuda/cuda_model.h runs the steps there).
+   * @throws Error when the options ask for the CUDA backend and this build or
+   *         machine has no CUDA device (the message says which), or the
+   *         upload fails.
    */
   Model(ModelConfig config, ModelWeights weights, const EngineOptions& options);
+  ~Model();
 
   /// Loads config.json and the safetensors weights of a Hugging Face model folder.
   static std::unique_ptr<Model> from_pretrained(const std::filesystem::path& dir, const EngineOptions& options);
@@ -74,6 +81,9 @@ class Model {
   const EngineOptions& options() const { return options_; }
   /// Threads its kernels run on (the caller's included).
   int num_threads() const { return pool_->num_threads(); }
+  /// FLOPs and bytes of every op of every forward() call while counting is enabled (off by default).
+  WorkCounter& work_counter() { return counter_; }
+
   /// Toggles batch-invariant reductions for later forward() calls.
   void set_deterministic(bool on) { options_.deterministic = on; ctx_.deterministic = on; }
 
@@ -89,8 +99,22 @@ class Model {
    */
   std::vector<float> forward(const Batch& batch, KVCache& cache);
 
+  /**
+   * @brief A KV cache of @p num_slots slots of @p max_seq_len tokens in the
+   *        memory this model's backend reads: a ContiguousKVCache on the CPU,
+   *        a CudaKVCache (device memory) on CUDA. forward() accepts only a
+   *        cache of its own kind.
+   * @throws Error when a size is not positive.
+   */
+  std::unique_ptr<KVCache> make_kv_cache(int num_slots, int max_seq_len) const;
+
  private:
   void check_batch(const Batch& batch, const KVCache& cache) const;
+  /// Adds make_work() to op @p op while counting; builds nothing otherwise.
+  template <typename MakeWork>
+  void count(const char* op, MakeWork make_work) {
+    if (counter_.enabled()) counter_.add(op, make_work());
+  }
 
   /// Per-layer weights stacked for fewer, larger GEMMs; LayerWeights' projections are views into these.
   struct FusedLayer {
@@ -114,6 +138,8 @@ class Model {
   std::vector<float> inv_freq_;  // [head_dim / 2] RoPE inverse frequencies
   std::vector<FusedLayer> fused_;
   Workspace ws_;
+  WorkCounter counter_;
+  std::unique_ptr<CudaModel> cuda_;  // set when the backend is CUDA: forward() runs there
 };
 
 }  // namespace servelab

@@ -18,8 +18,11 @@
 
 #include <cstdint>
 
+#include <vector>
+
 #include "core/dtype.h"
 #include "model/config.h"
+#include "perf/counter.h"
 
 namespace servelab {
 
@@ -47,5 +50,39 @@ std::uint64_t kv_cache_bytes(const ModelConfig& config, std::int64_t context_len
  * tokens/s <= bandwidth / decode_weight_bytes().
  */
 std::uint64_t decode_weight_bytes(const ModelConfig& config, DType weight_dtype);
+
+/// Element sizes a step moves: weights, activations, KV cache.
+struct StepDtypes {
+  DType weights = DType::F32;      ///< weight matrices and embedding
+  DType activations = DType::F32;  ///< hidden states between ops
+  DType kv = DType::F32;           ///< the KV cache
+};
+
+/// One sequence's part of a step: tokens already in the cache, and new tokens fed now.
+struct SeqShape {
+  std::int64_t cached = 0;  ///< num_computed_tokens before the step
+  std::int64_t fresh = 0;   ///< new tokens in the step (prefill chunk or 1 decode token)
+};
+
+/**
+ * @brief Work of one GEMM out = x·Wᵀ, x [M, K], W [N, K]:
+ *        2·M·N·K FLOPs; W read once, x read, out written.
+ *
+ * With M = 512, N = K = 4096 and everything in fp16 this is seed 001's
+ * prefill row: intensity M·K / (K + 2M) ≈ 410 FLOP/byte.
+ */
+Work gemm_work(std::int64_t M, std::int64_t N, std::int64_t K, DType weights, DType activations);
+
+/**
+ * @brief Closed-form work of one whole model step (the engine's forward pass
+ *        over a ragged batch), with the byte model of counter.h.
+ * @param seqs the sequences of the batch.
+ * @param logits_rows rows that go through the final norm and LM head.
+ *
+ * The engine's WorkCounter, which counts op by op from the shapes of the
+ * calls, must give the same totals; the lab 03 tests check it.
+ */
+Work step_work(const ModelConfig& config, const StepDtypes& dtypes, const std::vector<SeqShape>& seqs,
+               std::int64_t logits_rows);
 
 }  // namespace servelab

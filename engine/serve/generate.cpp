@@ -36,7 +36,7 @@ GenerateResult generate(Model& model, std::span<const std::int32_t> prompt, cons
   result.prompt_tokens = static_cast<int>(prompt.size());
   std::vector<std::int32_t> sequence(prompt.begin(), prompt.end());
   std::unique_ptr<KVCache> cache;
-  if (options.use_kv_cache) cache = std::make_unique<ContiguousKVCache>(c, 1, static_cast<int>(total));
+  if (options.use_kv_cache) cache = model.make_kv_cache(1, static_cast<int>(total));
 
   for (int step = 0; step < options.max_new_tokens; ++step) {
     const double start = now_seconds();
@@ -47,7 +47,7 @@ GenerateResult generate(Model& model, std::span<const std::int32_t> prompt, cons
       batch.add(0, computed, std::span(sequence).subspan(computed));
     } else {
       // use_cache=False: a fresh cache each step, filled by recomputing every token.
-      cache = std::make_unique<ContiguousKVCache>(c, 1, static_cast<int>(sequence.size()));
+      cache = model.make_kv_cache(1, static_cast<int>(sequence.size()));
       batch.add(0, 0, sequence);
     }
     const std::vector<float> logits = model.forward(batch, *cache);

@@ -7,6 +7,7 @@
  * |-----|------------------|
  * | 01_autoregressive | none: every step recomputes the whole sequence |
  * | 02_kv_cache | kv_cache |
+ * | 03_roofline | none: measures lab 02's configuration (perf/counter.h, perf/cost_model.h) |
  *
  * Later labs add their switch here (paged KV, flash attention, chunked
  * prefill, disaggregation), so the whole ladder reads top to bottom.

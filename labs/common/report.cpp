@@ -183,7 +183,8 @@ std::filesystem::path Report::save() const {
   j["plots"] = nlohmann::ordered_json::array();
   for (const auto& p : plots_)
     j["plots"].push_back({{"name", p.name}, {"table", p.table}, {"x", p.x}, {"y", p.y}, {"title", p.title},
-                          {"xlabel", p.xlabel}, {"ylabel", p.ylabel}, {"logy", p.logy}});
+                          {"xlabel", p.xlabel}, {"ylabel", p.ylabel}, {"logy", p.logy}, {"kind", p.kind},
+                          {"roofs", p.roofs}});
   j["verdict"] = verdict_;
   const auto path = dir_ / (lab_ + ".json");
   std::ofstream out(path);

@@ -46,7 +46,7 @@ struct Table {
   nlohmann::ordered_json to_json() const;
 };
 
-/// A line plot drawn by tools/plot_lab.py from a table in the JSON.
+/// A plot drawn by tools/plot_lab.py from tables in the JSON.
 struct PlotSpec {
   std::string name;                 ///< output file stem
   std::string table;                ///< table to read
@@ -55,6 +55,10 @@ struct PlotSpec {
   std::string title;                ///< plot title
   std::string xlabel, ylabel;       ///< axis labels
   bool logy = false;                ///< logarithmic y axis
+  /// "line", or "roofline": log-log points (x = intensity, y = FLOP/s) under the
+  /// roofs listed in table @ref roofs (columns "hardware", "peak GFLOP/s", "bandwidth GB/s").
+  std::string kind = "line";
+  std::string roofs;                ///< roofline only: the table of roofs
 };
 
 /// Collects one lab run's settings, tables and plots, prints them, and saves them.

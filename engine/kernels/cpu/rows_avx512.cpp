@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/rows.h"
+#include "kernels/cpu/rows_tiling.h"
 
 namespace servelab::cpu {
 
@@ -56,27 +57,22 @@ inline void tile(float* out, const float* x, const W* w, int N, int K, int n, in
     for (int b = 0; b < MR; ++b) out[static_cast<long>(m + b) * N + n + a] = _mm512_reduce_add_ps(acc[a][b]);
 }
 
-template <int NR, typename W>
-inline void column_block(float* out, const float* x, const W* w, int M, int N, int K, int n, bool prefetch) {
-  int m = 0;
-  for (; m + 4 <= M; m += 4) tile<NR, 4>(out, x, w, N, K, n, m, prefetch && m + 4 >= M);
-  for (; m < M; ++m) tile<NR, 1>(out, x, w, N, K, n, m, prefetch && m + 1 == M);
-}
-
-template <typename W>
-void rows(float* out, const float* x, const W* w, int M, int N, int K, int n0, int n1) {
-  int n = n0;
-  for (; n + 4 <= n1; n += 4) column_block<4>(out, x, w, M, N, K, n, n + 8 <= N);
-  for (; n < n1; ++n) column_block<1>(out, x, w, M, N, K, n, false);
-}
+// The policy rows_tiling.h walks the output with.
+struct Avx512 {
+  static constexpr int kMaxInputs = 4;
+  template <int NR, int MR, typename W>
+  static void tile(float* out, const float* x, const W* w, int N, int K, int n, int m, bool prefetch) {
+    servelab::cpu::tile<NR, MR>(out, x, w, N, K, n, m, prefetch);
+  }
+};
 
 }  // namespace
 
 void rows_avx512(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1) {
   if (w_bf16)
-    rows(out, x, static_cast<const std::uint16_t*>(w), M, N, K, n0, n1);
+    tiling::rows<Avx512>(out, x, static_cast<const std::uint16_t*>(w), M, N, K, n0, n1);
   else
-    rows(out, x, static_cast<const float*>(w), M, N, K, n0, n1);
+    tiling::rows<Avx512>(out, x, static_cast<const float*>(w), M, N, K, n0, n1);
 }
 
 }  // namespace servelab::cpu

@@ -1,0 +1,75 @@
+/**
+ * @file cuda_model.h
+ * @brief Model::forward() on a CUDA GPU: the same decoder step as the CPU
+ *        path in model/model.cpp, op for op, with cuBLAS for the GEMMs and
+ *        the kernels of cuda/ops.h for the rest.
+ *
+ * Model owns one of these when EngineOptions::backend is CUDA and forwards
+ * to it; nothing else in the engine changes. One step:
+ * @verbatim
+ *  host: token ids, positions, each row's (sequence, position), each
+ *        (layer, sequence)'s KVView, logits rows   ── one upload ──►  device
+ *  device: embedding → per layer [ rmsnorm → qkv GEMM (+bias) → RoPE on q and k
+ *          → KV write → attention_naive → o GEMM → + residual → rmsnorm
+ *          → gate/up GEMM → silu·mul → down GEMM → + residual ]
+ *          → gather logits rows → rmsnorm → LM head GEMM
+ *  device ── one download ──► host: [rows, vocab] logits
+ * @endverbatim
+ * Weights are uploaded once, at construction, in the model's weight dtype
+ * (q/k/v and gate/up stacked, as on the CPU); the KV cache is a CudaKVCache.
+ * Activations are f32 in device buffers that grow to the largest step seen.
+ * Every op runs on the default stream; the final copy waits for them.
+ *
+ * Not the same bits as the CPU: cuBLAS and the block reductions sum in other
+ * orders, and with bf16 weights the GEMM inputs are rounded to bf16 (see
+ * cuda/gemm.h). Deterministic mode (KernelContext::deterministic) is a CPU
+ * switch: cuBLAS chooses its algorithm by shape, so rows are reproducible
+ * run to run on one GPU but not batch-invariant.
+ *
+ * Plain C++ interface; in a build without CUDA the constructor throws.
+ */
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace servelab {
+
+/// The CUDA implementation behind Model (not thread-safe: one set of device buffers).
+class CudaModel {
+ public:
+  /**
+   * @brief Uploads the weights and the RoPE inverse frequencies to the current device.
+   * @param weights  host weights (f32 or bf16 matrices, f32 norms and biases); read, not kept.
+   * @param inv_freq [head_dim / 2] RoPE inverse frequencies.
+   * @throws Error naming the failed CUDA call (no device, out of memory), or
+   *         saying the build has no CUDA.
+   */
+  CudaModel(const ModelConfig& config, const ModelWeights& weights, const std::vector<float>& inv_freq);
+  ~CudaModel();
+  CudaModel(const CudaModel&) = delete;
+  CudaModel& operator=(const CudaModel&) = delete;
+
+  /**
+   * @brief One step over a ragged batch; the contract of Model::forward(),
+   *        which has already checked @p batch against @p cache.
+   * @param cache a CudaKVCache (from make_kv_cache()).
+   * @return [batch.logits_indices.size(), vocab_size] logits, row-major, on the host.
+   * @throws Error when @p cache is not in device memory or a CUDA call fails.
+   */
+  std::vector<float> forward(const Batch& batch, KVCache& cache);
+
+  /// A CudaKVCache of @p num_slots slots of @p max_seq_len tokens for this model.
+  std::unique_ptr<KVCache> make_kv_cache(int num_slots, int max_seq_len) const;
+
+ private:
+  struct State;  // device weights, cuBLAS, workspace (cuda_model.cpp)
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace servelab

@@ -1,0 +1,91 @@
+/**
+ * @file device_memory.h
+ * @brief Tensors in CUDA device memory, and the explicit copies between
+ *        host and device.
+ *
+ * A device tensor is an ordinary servelab::Tensor with device == CUDA whose
+ * owner frees the allocation with cudaFree, so views (Tensor::rows) and
+ * sharing work as on the host. Its data pointer is a device address: host
+ * code may pass it around and do pointer arithmetic on it, but must never
+ * read or write through it. Nothing copies implicitly: every transfer in the
+ * engine is one of the calls below, so the bytes that cross PCIe can be
+ * read off the code.
+ *
+ * Plain C++: callable from g++-compiled code (the model, tests, benchmarks).
+ * All calls run on the default stream, in order with the kernels.
+ * @throws Error (via CUDA_CHECK) naming the failed CUDA call, e.g. out of memory.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace servelab::cuda {
+
+/**
+ * @brief Allocates an uninitialised device tensor.
+ * @param dtype element type.
+ * @param shape dimensions (row-major).
+ * @return a tensor with device == Device::CUDA that owns its allocation.
+ */
+Tensor device_empty(DType dtype, std::vector<std::int64_t> shape);
+
+/// A device copy of host tensor @p host (same dtype and shape).
+Tensor to_device(const Tensor& host);
+
+/// A host copy of device tensor @p device (same dtype and shape).
+Tensor to_host(const Tensor& device);
+
+/// Copies @p bytes from host @p src to device @p dst.
+void copy_to_device(void* dst, const void* src, std::size_t bytes);
+
+/// Copies @p bytes from device @p src to host @p dst (waits for the kernels queued before it).
+void copy_to_host(void* dst, const void* src, std::size_t bytes);
+
+/// Copies @p bytes from device @p src to device @p dst.
+void copy_on_device(void* dst, const void* src, std::size_t bytes);
+
+/// Sets @p bytes bytes of device memory at @p dst to @p byte (0xFF makes every f32 a NaN).
+void fill_bytes(void* dst, int byte, std::size_t bytes);
+
+/// Waits until every queued kernel and copy has finished.
+void synchronize();
+
+/**
+ * @brief True when the environment variable SERVELAB_CUDA_POISON is "1": the
+ *        CUDA backend then fills its buffers and new KV caches with NaN
+ *        (bytes 0xFF) instead of leaving them uninitialised or zeroed, so a
+ *        kernel that skips an element, or reads one nobody wrote, turns the
+ *        result into NaN. The GPU tests turn it on.
+ */
+bool poison_requested();
+
+/// Name and compute capability of the current device, e.g. "NVIDIA H200 (sm_90, 132 SMs, 141 GB)".
+std::string device_name();
+
+/**
+ * @brief Uploads the bytes of @p values into a new device buffer.
+ * @return a 1-D tensor of sizeof(T) / 4 f32 words per value (its dtype
+ *         gives the element size only; read it back as<T>()).
+ */
+template <typename T>
+Tensor upload(const std::vector<T>& values) {
+  static_assert(sizeof(T) % 4 == 0, "upload() moves whole 4-byte words");
+  Tensor t = device_empty(DType::F32, {static_cast<std::int64_t>(values.size() * sizeof(T) / 4)});
+  copy_to_device(t.data, values.data(), values.size() * sizeof(T));
+  return t;
+}
+
+/// Downloads @p n elements of type T from device address @p src.
+template <typename T>
+std::vector<T> download(const void* src, std::size_t n) {
+  std::vector<T> out(n);
+  copy_to_host(out.data(), src, n * sizeof(T));
+  return out;
+}
+
+}  // namespace servelab::cuda

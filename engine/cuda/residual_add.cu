@@ -1,0 +1,36 @@
+// Element-wise adds: the residual connection (x += y) and the q/k/v bias
+// (a row vector added to every row). One thread per element.
+#include "cuda/check.h"
+#include "cuda/ops.h"
+#include "cuda/reduce.cuh"
+
+namespace servelab::cuda {
+
+namespace {
+
+__global__ void add_inplace_kernel(float* x, const float* y, std::size_t n) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += y[i];
+}
+
+__global__ void add_bias_kernel(float* out, const float* bias, std::size_t n, int N) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] += bias[i % N];
+}
+
+}  // namespace
+
+void add_inplace(float* x, const float* y, std::size_t n) {
+  if (n == 0) return;
+  add_inplace_kernel<<<blocks_for(n, kBlockThreads), kBlockThreads>>>(x, y, n);
+  CUDA_CHECK_LAUNCH("add_inplace_kernel");
+}
+
+void add_bias(float* out, const float* bias, int M, int N) {
+  const std::size_t n = static_cast<std::size_t>(M) * N;
+  if (n == 0) return;
+  add_bias_kernel<<<blocks_for(n, kBlockThreads), kBlockThreads>>>(out, bias, n, N);
+  CUDA_CHECK_LAUNCH("add_bias_kernel");
+}
+
+}  // namespace servelab::cuda

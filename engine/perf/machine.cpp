@@ -1,0 +1,106 @@
+#include "perf/machine.h"
+
+#include <cblas.h>
+
+#include <chrono>
+#include <numeric>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "core/thread_pool.h"
+
+namespace servelab {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Eight independent sums so the loop is limited by memory, not by the adds.
+float sum_generic(const float* p, std::size_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (std::size_t i = 0; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += p[i + j];
+  return std::accumulate(acc, acc + 8, 0.0f);
+}
+
+#if defined(__x86_64__)
+// GCC 12 warns about its own _mm512_undefined_* helpers inside the intrinsics headers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f"))) float sum_avx512(const float* p, std::size_t n) {
+  __m512 acc[8];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  for (std::size_t i = 0; i + 128 <= n; i += 128)
+    for (int j = 0; j < 8; ++j) acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(p + i + 16 * j));
+  for (int j = 1; j < 8; ++j) acc[0] = _mm512_add_ps(acc[0], acc[j]);
+  return _mm512_reduce_add_ps(acc[0]);
+}
+#pragma GCC diagnostic pop
+
+__attribute__((target("avx2"))) void triad_avx2(float* a, const float* b, const float* c, float s, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+}
+#endif
+
+float sum(const float* p, std::size_t n) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) return sum_avx512(p, n);
+#endif
+  return sum_generic(p, n);
+}
+
+void triad(float* a, const float* b, const float* c, float s, std::size_t n) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2")) return triad_avx2(a, b, c, s, n);
+#endif
+  for (std::size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+}
+
+}  // namespace
+
+double measure_read_gbs(ThreadPool& pool) {
+  static std::vector<float> buffer(std::size_t{1} << 28, 1.0f);  // 1 GiB
+  const std::size_t parts = static_cast<std::size_t>(pool.num_threads());
+  std::vector<float> partial(parts, 0.0f);
+  const auto start = std::chrono::steady_clock::now();
+  pool.parallel_for(parts, [&](std::size_t p0, std::size_t p1) {
+    for (std::size_t p = p0; p < p1; ++p) partial[p] = sum(buffer.data() + p * (buffer.size() / parts), buffer.size() / parts);
+  });
+  const double seconds = seconds_since(start);
+  volatile float sink = std::accumulate(partial.begin(), partial.end(), 0.0f);
+  (void)sink;
+  return static_cast<double>(buffer.size() * sizeof(float)) / seconds / 1e9;
+}
+
+double measure_triad_gbs(ThreadPool& pool) {
+  constexpr std::size_t n = std::size_t{1} << 26;  // 256 MiB per array
+  static std::vector<float> a(n, 0.0f), b(n, 1.0f), c(n, 2.0f);
+  const std::size_t parts = static_cast<std::size_t>(pool.num_threads());
+  const auto start = std::chrono::steady_clock::now();
+  pool.parallel_for(parts, [&](std::size_t p0, std::size_t p1) {
+    for (std::size_t p = p0; p < p1; ++p) {
+      const std::size_t begin = p * (n / parts);
+      triad(a.data() + begin, b.data() + begin, c.data() + begin, 3.0f, n / parts);
+    }
+  });
+  return 3.0 * n * sizeof(float) / seconds_since(start) / 1e9;
+}
+
+double measure_sgemm_gflops(int threads, int M, int N, int K) {
+  std::vector<float> a(static_cast<std::size_t>(M) * K, 0.5f), b(static_cast<std::size_t>(N) * K, 0.25f),
+      out(static_cast<std::size_t>(M) * N);
+  openblas_set_num_threads(threads);
+  const auto start = std::chrono::steady_clock::now();
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, out.data(), N);
+  const double seconds = seconds_since(start);
+  openblas_set_num_threads(1);  // the engine runs BLAS single-threaded inside its own pool
+  return 2.0 * M * N * K / seconds / 1e9;
+}
+
+}  // namespace servelab

@@ -1,0 +1,264 @@
+/**
+ * @file main.cpp
+ * @brief Lab 03 — the roofline: count every FLOP and byte of a step, place
+ *        prefill and decode against this machine's roofs and the GPUs', and
+ *        calibrate the cost model that later labs simulate with.
+ *
+ * The configuration is lab 02's (KV cache on); what this lab adds is
+ * measurement: the engine's WorkCounter, this machine's measured peaks, and
+ * perf/cost_model.h.
+ * @see labs/03_roofline/README.md
+ */
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kv/kv_cache.h"
+#include "lab.h"
+#include "perf/cost_model.h"
+#include "perf/hardware.h"
+#include "perf/machine.h"
+#include "perf/work.h"
+#include "serve/ladder.h"
+
+using namespace servelab;
+using namespace servelab::lab;
+
+namespace {
+
+constexpr StepDtypes kGpuDtypes{DType::BF16, DType::BF16, DType::BF16};  // what a GPU server would run
+
+std::string fixed(double v, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+// Work rows shared by the seed table and the preset tables.
+void add_work_row(Table& t, const std::string& step, const Work& w, double ridge) {
+  t.add_row({step, w.flops / 1e9, w.bytes() / 1e9, w.intensity(), ridge, std::string(bound_name(bound_of(w.intensity(), ridge)))});
+}
+
+Table work_table(const std::string& name, const std::string& title) {
+  return Table{name, title, {"step", "GFLOP", "GB moved", "intensity [FLOP/B]", "ridge (A100)", "bound"},
+               {0, 2, 3, 1, 0, 0}, {}, ""};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Lab 03: the roofline, measured", "lab_03_roofline"};
+  LabOptions o;
+  add_common_options(app, o, "qwen2.5-0.5b");
+  std::vector<int> prefill_lens = {64, 128, 256, 512};
+  std::vector<int> decode_batches = {1, 4, 16, 32};
+  int context = 128;
+  auto* lens_opt = app.add_option("--prefill-lens", prefill_lens, "prompt lengths of the measured prefill steps")
+                       ->delimiter(',')->capture_default_str();
+  auto* batches_opt = app.add_option("--decode-batches", decode_batches, "batch sizes of the measured decode steps")
+                          ->delimiter(',')->capture_default_str();
+  app.add_option("--context", context, "tokens already cached for each decoding sequence")->capture_default_str();
+
+  return run_lab(app, argc, argv, [&] {
+    if (o.quick) {
+      if (lens_opt->count() == 0) prefill_lens = {16, 64};
+      if (batches_opt->count() == 0) decode_batches = {1, 4};
+      if (app.get_option("--preset")->count() == 0) o.preset = "small";
+      o.repeats = 1;
+      o.warmup = 0;
+    }
+    for (int L : prefill_lens) check(L >= 1, "--prefill-lens: every length must be >= 1, got ", L);
+    for (int B : decode_batches) check(B >= 1, "--decode-batches: every batch must be >= 1, got ", B);
+    check(context >= 0, "--context must be >= 0, got ", context);
+    const Hardware& a100 = gpu("A100 80GB SXM");
+
+    // 1. Seed 001's table: one hidden-4096 projection in fp16.
+    Table seed = work_table("seed_table", "One 4096 x 4096 projection in fp16 (seed 001's table)");
+    const std::pair<const char*, int> seed_rows[] = {
+        {"prefill, seqlen 512", 512}, {"prefill, seqlen 1024", 1024}, {"decode, batch 1", 1}, {"decode, batch 32", 32}};
+    for (auto [step, M] : seed_rows) add_work_row(seed, step, gemm_work(M, 4096, 4096, DType::F16, DType::F16), a100.ridge());
+    seed.note = "Intensity = 2·M·d² / (2·(d² + 2·M·d)) = M·d / (d + 2M) for d = 4096: ≈ 410, 683, 1 and 32, against "
+                "the A100's ridge 312 TFLOP/s ÷ 2,039 GB/s ≈ 153 FLOP/byte.";
+
+    // 2. Whole model steps of the published shapes, as a GPU server would run them (bf16).
+    std::vector<Table> preset_tables;
+    for (const char* name : {"qwen2.5-0.5b", "llama-3-8b"}) {
+      const ModelConfig c = preset(name);
+      Table t = work_table(std::string("steps_") + name, std::string("Whole model step, ") + name + ", bf16 weights, activations and KV");
+      add_work_row(t, "prefill 512", step_work(c, kGpuDtypes, {{0, 512}}, 1), a100.ridge());
+      add_work_row(t, "prefill 1024", step_work(c, kGpuDtypes, {{0, 1024}}, 1), a100.ridge());
+      for (int B : {1, 32}) {
+        std::vector<SeqShape> seqs(B, SeqShape{1024, 1});
+        add_work_row(t, "decode batch " + std::to_string(B) + ", context 1024", step_work(c, kGpuDtypes, seqs, B),
+                     a100.ridge());
+      }
+      t.note = "Counted by perf/work.h's step_work(): every layer's GEMMs, attention over the cache, norms, "
+               "the LM head on the sampled rows. Decode intensity ≈ batch size, as the seed says; attention "
+               "(KV reads grow with context) pulls it lower.";
+      preset_tables.push_back(std::move(t));
+    }
+
+    // 3. This machine's roofs, measured now, beside the datasheets.
+    auto model = load_model(o, /*deterministic=*/false);
+    const ModelConfig& c = model->config();
+    const int threads = model->num_threads();
+    ThreadPool one(1), all(threads);
+    const int gM = 512, gN = 4096, gK = 1024;  // a prefill-sized GEMM
+    double sgemm1 = 0, sgemmN = 0, read1 = 0, readN = 0, triad1 = 0, triadN = 0;
+    for (int i = 0; i < 3; ++i) {  // best of three: roofs are the most the machine can do
+      sgemm1 = std::max(sgemm1, measure_sgemm_gflops(1, gM, gN, gK));
+      sgemmN = std::max(sgemmN, measure_sgemm_gflops(threads, gM, gN, gK));
+      read1 = std::max(read1, measure_read_gbs(one));
+      readN = std::max(readN, measure_read_gbs(all));
+      triad1 = std::max(triad1, measure_triad_gbs(one));
+      triadN = std::max(triadN, measure_triad_gbs(all));
+    }
+    Table roofs{"roofs", "Roofs: datasheets and this machine (measured now)",
+                {"hardware", "peak GFLOP/s", "fp32 GFLOP/s", "bandwidth GB/s", "memory GB", "ridge [FLOP/B]", "source"},
+                {0, 0, 0, 0, 0, 1, 0}, {}, ""};
+    for (const Hardware& h : gpu_catalog())
+      roofs.add_row({h.name, h.matrix_tflops * 1e3, h.fp32_tflops * 1e3, h.bandwidth_gbs, h.memory_gb, h.ridge(), h.source});
+    const auto machine = Report::machine_metadata();
+    const std::string cpu = machine["cpu"].get<std::string>();
+    roofs.add_row({"this CPU, 1 thread", sgemm1, sgemm1, read1, 0.0, sgemm1 / read1,
+                   std::string("measured: OpenBLAS sgemm 512x4096x1024, streaming read")});
+    roofs.add_row({"this CPU, " + std::to_string(threads) + " threads", sgemmN, sgemmN, readN, 0.0, sgemmN / readN,
+                   std::string("measured: same, all threads; STREAM triad ") + fixed(triadN, 1) + " GB/s (1 thread " +
+                       fixed(triad1, 1) + ")"});
+    roofs.note = "GPU peaks are dense fp16/bf16 tensor-core rates (no sparsity); the CPU's peak is fp32 sgemm, the "
+                 "precision the engine computes in. Bandwidth: GB = 10^9 bytes.";
+
+    Report report("03_roofline", o.out);
+    describe_run(report, *model, o);
+    report.setting("technique", "lab 02's configuration (KV cache on) with the engine's FLOP/byte counters on");
+    report.setting("roofs", "sgemm " + fixed(sgemmN, 0) + " GFLOP/s, read " + fixed(readN, 1) + " GB/s on " +
+                                std::to_string(threads) + " threads; ridge " + fixed(sgemmN / readN, 1) + " FLOP/byte");
+    report.print_settings("Lab 03 — the roofline, measured");
+    report.add_table(seed);
+    for (const Table& t : preset_tables) report.add_table(t);
+    report.add_table(roofs);
+
+    // 4. Real steps on this machine: counted work, measured time.
+    Table points{"measured_points", "Measured steps on this machine (" + c.name + ", " + o.dtype + " weights)",
+                 {"point", "tokens", "GFLOP", "GB moved", "intensity [FLOP/B]", "time [ms]", "achieved GFLOP/s",
+                  "achieved GB/s", "bound here", "counted = formula"},
+                 {0, 0, 3, 3, 2, 2, 1, 1, 0, 0}, {}, ""};
+    const StepDtypes engine_dtypes{model->options().weight_dtype, DType::F32, DType::F32};
+    std::vector<std::pair<Work, double>> calibration;
+    std::vector<std::string> names;
+    const double ridge_here = sgemmN / readN;
+    auto measure = [&](const std::string& name, int tokens, const std::vector<SeqShape>& shapes) {
+      ContiguousKVCache cache(c, static_cast<int>(shapes.size()), context + 1 + (shapes[0].cached == 0 ? tokens : 0));
+      auto make_batch = [&] {
+        Batch batch;
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+          std::vector<std::int32_t> ids(static_cast<std::size_t>(shapes[s].fresh));
+          for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>((i * 7 + s) % c.vocab_size);
+          batch.add(static_cast<int>(s), static_cast<int>(shapes[s].cached), ids);
+        }
+        return batch;
+      };
+      const Batch batch = make_batch();
+      model->work_counter().reset();
+      model->work_counter().enable(true);
+      model->forward(batch, cache);
+      model->work_counter().enable(false);
+      const Work counted = model->work_counter().total();
+      const Work formula = step_work(c, engine_dtypes, shapes, static_cast<std::int64_t>(shapes.size()));
+      const bool equal = std::abs(counted.flops - formula.flops) <= 1e-9 * formula.flops &&
+                         std::abs(counted.bytes() - formula.bytes()) <= 1e-9 * formula.bytes();
+      check(equal, "lab 03: the engine counted ", counted.flops, " FLOP / ", counted.bytes(), " B for ", name,
+            " but the closed form gives ", formula.flops, " / ", formula.bytes());
+      const Summary t = summarize(time_runs(o.warmup, o.repeats, [&] { model->forward(batch, cache); }));
+      points.add_row({name, static_cast<long long>(tokens), counted.flops / 1e9, counted.bytes() / 1e9,
+                      counted.intensity(), t.median * 1e3, counted.flops / t.median / 1e9,
+                      counted.bytes() / t.median / 1e9, std::string(bound_name(bound_of(counted.intensity(), ridge_here))),
+                      std::string("yes")});
+      calibration.push_back({counted, t.median});
+      names.push_back(name);
+    };
+    {
+      Progress bar("measuring steps", static_cast<long>(prefill_lens.size() + decode_batches.size()));
+      for (int L : prefill_lens) {
+        measure("prefill " + std::to_string(L), L, {{0, L}});
+        bar.advance();
+      }
+      for (int B : decode_batches) {
+        measure("decode B=" + std::to_string(B), B, std::vector<SeqShape>(B, SeqShape{context, 1}));
+        bar.advance();
+      }
+    }
+    points.note = "Work counted by the engine op by op (Model::work_counter()) and checked equal to the closed form. "
+                  "Decode steps: each sequence has " + std::to_string(context) + " tokens cached.";
+    report.add_table(points);
+
+    // 5. The cost model, calibrated here, predicted vs measured.
+    const CostModel here = CostModel::calibrate("this CPU (calibrated)", sgemmN * 1e9, readN * 1e9, calibration);
+    Table fit{"cost_model", "Cost model: max(FLOPs / (" + fixed(sgemmN, 0) + " GFLOP/s × " +
+                                fixed(here.compute_efficiency, 2) + "), bytes / (" + fixed(readN, 1) + " GB/s × " +
+                                fixed(here.memory_efficiency, 2) + ")) + " + fixed(here.overhead_s * 1e3, 2) + " ms",
+              {"point", "measured [ms]", "predicted [ms]", "error"}, {0, 2, 2, 0}, {}, ""};
+    for (std::size_t i = 0; i < calibration.size(); ++i) {
+      const double predicted = here.predict(calibration[i].first), measured = calibration[i].second;
+      fit.add_row({names[i], measured * 1e3, predicted * 1e3,
+                   fixed(100.0 * (predicted - measured) / measured, 0) + "%"});
+    }
+    fit.note = "Fitted here by weighted least squares (relative errors): the fraction of each measured roof the "
+               "engine reaches, and a per-step overhead. The errors show what two straight roofs cannot capture "
+               "(mid-sized batches run their GEMMs below the large-GEMM rate) and how much the machine drifted "
+               "while the points and the roofs were measured.";
+    report.add_table(fit);
+
+    // 6. GPU step times from the same model with datasheet roofs: simulated.
+    Table sim{"gpu_simulated", "Simulated step times, " + c.name + " in bf16 (roofline only, no overhead)",
+              {"hardware", "prefill 512 [ms]", "decode B=1 [ms]", "decode B=32 [ms]", "decode B=1 tok/s"},
+              {0, 3, 3, 3, 0}, {}, ""};
+    for (const char* name : {"A100 80GB SXM", "H100 SXM", "H200 SXM", "T4"}) {
+      const CostModel m = CostModel::for_hardware(gpu(name), 0.0);
+      const double d1 = m.predict(step_work(c, kGpuDtypes, {{context, 1}}, 1));
+      sim.add_row({m.label, m.predict(step_work(c, kGpuDtypes, {{0, 512}}, 1)) * 1e3, d1 * 1e3,
+                   m.predict(step_work(c, kGpuDtypes, std::vector<SeqShape>(32, SeqShape{context, 1}), 32)) * 1e3,
+                   1.0 / d1});
+    }
+    sim.note = "Simulated from datasheet peaks: real kernels reach perhaps 60-80% of them, and real engines add "
+               "launch and scheduling overhead per step.";
+    report.add_table(sim);
+
+    // 7. The article's puzzle: why a GPU barely noticed the recomputation.
+    const ModelConfig qwen15 = preset("qwen2.5-1.5b");
+    const double article_overhead = 16.14 / 400;  // seed 000: 400 tokens with the cache took 16.14 s
+    Table puzzle{"kv_cache_puzzle",
+                 "Seed 000's experiment predicted: qwen2.5-1.5b, 30-token prompt, 400 new tokens, fp16",
+                 {"machine", "per-step overhead [ms]", "no cache [s]", "KV cache [s]", "speedup", "kind"},
+                 {0, 1, 2, 2, 2, 0}, {}, ""};
+    auto puzzle_row = [&](const CostModel& m, const StepDtypes& d, const std::string& kind) {
+      const double off = predict_generation(m, qwen15, d, 30, 400, false), on = predict_generation(m, qwen15, d, 30, 400, true);
+      puzzle.add_row({m.label, m.overhead_s * 1e3, off, on, off / on, kind});
+    };
+    const StepDtypes fp16{DType::F16, DType::F16, DType::F16};
+    for (const char* name : {"T4", "A100 80GB SXM"}) {
+      puzzle_row(CostModel::for_hardware(gpu(name), 0.0), fp16, "simulated, roofline only");
+      puzzle_row(CostModel::for_hardware(gpu(name), article_overhead), fp16, "simulated, article's overhead");
+    }
+    puzzle_row(here, engine_dtypes, "this CPU's calibrated model");
+    puzzle.note = "The article measured 24.9 s without and 16.1 s with the cache (1.54x). Its per-step overhead, "
+                  "16.14 s / 400 = 40 ms (eager PyTorch, Python, kernel launches), dwarfs a GPU's roofline time "
+                  "for a 1.5B model, so removing the recomputation barely shows; on a CPU the recomputation is "
+                  "the whole cost.";
+    report.add_table(puzzle);
+
+    report.add_plot({"roofline", "measured_points", "intensity [FLOP/B]", {"achieved GFLOP/s"},
+                     "Lab 03: measured steps under the roofs", "arithmetic intensity [FLOP/byte]",
+                     "GFLOP/s", true, "roofline", "roofs"});
+    const double prefill_i = std::get<double>(points.rows.front()[4]), decode_i = std::get<double>(points.rows.back()[4]);
+    report.verdict("prefill steps run at " + fixed(prefill_i, 0) + "+ FLOP/byte (" +
+                   bound_name(bound_of(prefill_i, ridge_here)) + "-bound here, ridge " + fixed(ridge_here, 1) +
+                   "), decode at " + fixed(decode_i, 1) + " FLOP/byte or less (" +
+                   bound_name(bound_of(decode_i, ridge_here)) + "-bound); counted work equals the closed form for all " +
+                   std::to_string(calibration.size()) + " steps.");
+    report.save();
+  });
+}

@@ -1,0 +1,152 @@
+// Grading tests of lab 03 (ctest -L lab03): the seed's intensity table, the
+// engine's op-by-op counters against the closed form, the roofline and cost
+// model arithmetic, and the lab's own run. No timing is asserted.
+#include <cmath>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kv/kv_cache.h"
+#include "lab_runner.h"
+#include "model/model.h"
+#include "perf/cost_model.h"
+#include "perf/hardware.h"
+#include "perf/work.h"
+#include "test_util.h"
+
+using namespace servelab;
+
+TEST_CASE("seed 001's table: a 4096 projection in fp16 at 410 / 683 / 1 / 32 FLOP per byte", "[lab03]") {
+  auto intensity = [](int M) { return gemm_work(M, 4096, 4096, DType::F16, DType::F16).intensity(); };
+  CHECK(intensity(512) == Approx(409.6));    // ~410
+  CHECK(intensity(1024) == Approx(682.67).epsilon(1e-4));  // ~683 (the seed rounds to ~680)
+  CHECK(std::round(intensity(1)) == 1);
+  CHECK(std::round(intensity(32)) == 32);  // 31.5
+  CHECK(gpu("A100 80GB SXM").ridge() == Approx(153.0).margin(0.1));  // 312 TFLOP/s / 2,039 GB/s
+  CHECK(bound_of(intensity(512), 153) == Bound::Compute);
+  CHECK(bound_of(intensity(32), 153) == Bound::Memory);
+}
+
+TEST_CASE("the engine's op counters equal the closed form - ragged batches - bias or not - f32 or bf16", "[lab03]") {
+  for (const char* name : {"tiny", "tiny-llama"})
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      DYNAMIC_SECTION(name << " " << dtype_name(dtype)) {
+        EngineOptions options;
+        options.weight_dtype = dtype;
+        auto model = Model::from_preset(name, 1, options);
+        const ModelConfig& c = model->config();
+        ContiguousKVCache cache(c, 3, 64);
+        // Fill slot 1 with 20 tokens and slot 2 with 5 first, counting nothing.
+        Batch warm;
+        warm.add(1, 0, std::vector<std::int32_t>(20, 3));
+        warm.add(2, 0, std::vector<std::int32_t>(5, 4));
+        model->forward(warm, cache);
+        // A mixed step: a 7-token prefill, a decode after 20 cached, a 3-token chunk after 5 cached.
+        Batch step;
+        step.add(0, 0, std::vector<std::int32_t>{1, 2, 3, 4, 5, 6, 7});
+        step.add(1, 20, std::vector<std::int32_t>{8});
+        step.add(2, 5, std::vector<std::int32_t>{9, 10, 11}, LogitsFor::All);
+        model->work_counter().enable(true);
+        model->forward(step, cache);
+        const Work counted = model->work_counter().total();
+        const Work formula = step_work(c, {dtype, DType::F32, DType::F32}, {{0, 7}, {20, 1}, {5, 3}}, 5);
+        CHECK(counted.flops == Approx(formula.flops).epsilon(1e-12));
+        CHECK(counted.weight_bytes == Approx(formula.weight_bytes).epsilon(1e-12));
+        CHECK(counted.act_read == Approx(formula.act_read).epsilon(1e-12));
+        CHECK(counted.act_written == Approx(formula.act_written).epsilon(1e-12));
+        CHECK(counted.kv_read == Approx(formula.kv_read).epsilon(1e-12));
+        CHECK(counted.kv_written == Approx(formula.kv_written).epsilon(1e-12));
+        // Per op, against formulas written out by hand.
+        const auto& ops = model->work_counter().ops();
+        const double L = c.num_hidden_layers, T = 11, H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim();
+        CHECK(ops.at("qkv_proj").flops == 2 * T * H * (Q + 2 * KV) * L);
+        CHECK(ops.at("attention").flops == L * (attention_flops(c, 0, 7) + attention_flops(c, 20, 1) +
+                                                attention_flops(c, 5, 3)) / L);
+        CHECK(ops.at("lm_head").flops == 2.0 * 5 * c.vocab_size * H);
+        CHECK(ops.at("kv_write").kv_written == L * T * 2 * KV * 4);
+        CHECK(ops.at("attention").kv_read == L * (7 + 21 + 8) * 2 * KV * 4);
+        CHECK(ops.count("bias") == (c.attention_bias ? 1u : 0u));
+        // Counting off: nothing more is added.
+        model->work_counter().enable(false);
+        model->forward(step, cache);
+        CHECK(model->work_counter().total().flops == counted.flops);
+      }
+    }
+}
+
+TEST_CASE("a decode step reads every weight once: step_work agrees with decode_weight_bytes", "[lab03]") {
+  for (const char* name : {"qwen2.5-0.5b", "llama-3-8b"})
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      const ModelConfig c = preset(name);
+      const Work w = step_work(c, {dtype, DType::F32, DType::F32}, {{100, 1}}, 1);
+      // plus the one embedding row the token looks up
+      CHECK(w.weight_bytes == Approx(decode_weight_bytes(c, dtype) + c.hidden_size * dtype_size(dtype)));
+      CHECK(w.intensity() < 1.1);  // decode at batch 1 is ~1 FLOP per weight byte or less
+    }
+}
+
+TEST_CASE("cost model: the roofline max plus overhead, and calibration recovers a known machine", "[lab03]") {
+  const CostModel m{"test", 100e9, 10e9, 0.002, false, 1.0, 1.0};
+  Work w;
+  w.flops = 1e9;        // 10 ms of compute
+  w.weight_bytes = 5e7;  // 5 ms of memory
+  CHECK(m.predict(w) == Approx(0.012));
+  // Points made by a machine reaching 50% of peak, 80% of bandwidth, with 1 ms of overhead per step.
+  std::vector<std::pair<Work, double>> points;
+  for (double flops : {1e9, 4e9, 1e8, 1e7})
+    for (double bytes : {1e6, 5e8}) {
+      Work p;
+      p.flops = flops;
+      p.act_read = bytes;
+      points.push_back({p, std::max(flops / 50e9, bytes / 8e9) + 0.001});
+    }
+  const CostModel fit = CostModel::calibrate("fit", 100e9, 10e9, points);
+  CHECK(fit.compute_efficiency == Approx(0.5).epsilon(0.1));
+  CHECK(fit.memory_efficiency == Approx(0.8).epsilon(0.15));
+  for (const auto& [p, seconds] : points) CHECK(fit.predict(p) == Approx(seconds).epsilon(0.25));
+  REQUIRE_ERROR_MENTIONS(CostModel::calibrate("x", 1, 1, {}), "no measured points");
+  CHECK(CostModel::for_hardware(gpu("H100 SXM"), 0).simulated);
+  REQUIRE_ERROR_MENTIONS(gpu("B300"), "unknown hardware 'B300'", "H100 SXM");
+}
+
+TEST_CASE("predicted generation: with no overhead the cache saves the recomputed prefixes", "[lab03]") {
+  const ModelConfig c = preset("qwen2.5-1.5b");
+  const StepDtypes fp16{DType::F16, DType::F16, DType::F16};
+  const CostModel a100 = CostModel::for_hardware(gpu("A100 80GB SXM"), 0.0);
+  const double off = predict_generation(a100, c, fp16, 30, 400, false), on = predict_generation(a100, c, fp16, 30, 400, true);
+  CHECK(off > on);
+  // One step at a time, by hand, for two tokens without a cache: prefill 30, then prefill 31.
+  const double two = a100.predict(step_work(c, fp16, {{0, 30}}, 1)) + a100.predict(step_work(c, fp16, {{0, 31}}, 1));
+  CHECK(predict_generation(a100, c, fp16, 30, 2, false) == Approx(two));
+  // A large per-step overhead hides the difference: the article's situation.
+  const CostModel slow = CostModel::for_hardware(gpu("A100 80GB SXM"), 0.040);
+  CHECK(predict_generation(slow, c, fp16, 30, 400, false) / predict_generation(slow, c, fp16, 30, 400, true) < 1.1);
+}
+
+TEST_CASE("lab 03 --quick prints the seed table and checks counted work against the formula", "[lab03]") {
+  test::ScratchDir out("lab03");
+  const auto r = test::run_command(std::string(LAB03_EXE) + " --quick --out '" + out.path().string() + "'");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const auto results = nlohmann::json::parse(std::ifstream(out.path() / "03_roofline" / "03_roofline.json"));
+  const auto& seed = test::table(results, "seed_table");
+  const auto col = test::column(seed, "intensity [FLOP/B]");
+  const double expected[] = {409.6, 682.67, 1.0, 31.5};
+  for (int i = 0; i < 4; ++i) CHECK(seed["rows"][i][col].get<double>() == Approx(expected[i]).epsilon(0.01));
+  const auto& points = test::table(results, "measured_points");
+  CHECK(points["rows"].size() == 4);
+  for (const auto& row : points["rows"]) CHECK(row[test::column(points, "counted = formula")] == "yes");
+  CHECK(test::table(results, "roofs")["rows"].size() == gpu_catalog().size() + 2);
+  CHECK(test::table(results, "cost_model")["rows"].size() == 4);
+  CHECK(test::table(results, "kv_cache_puzzle")["rows"].size() == 5);
+  CHECK(results["plots"][0]["kind"] == "roofline");
+}
+
+TEST_CASE("lab 03 refuses bad flags with one error naming the flag", "[lab03]") {
+  auto r = test::run_command(std::string(LAB03_EXE) + " --quick --prefill-lens 0 --out /tmp");
+  CHECK(r.status != 0);
+  CHECK(r.err.find("--prefill-lens") != std::string::npos);
+  CHECK(r.out.empty());
+  r = test::run_command(std::string(LAB03_EXE) + " --quick --decode-batches -2 --out /tmp");
+  CHECK(r.status != 0);
+  CHECK(r.err.find("--decode-batches") != std::string::npos);
+}
