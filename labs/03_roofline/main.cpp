@@ -257,12 +257,15 @@ int main(int argc, char** argv) {
     report.add_plot({"roofline", "measured_points", "intensity [FLOP/B]", {"achieved GFLOP/s"},
                      "Lab 03: measured steps under the roofs", "arithmetic intensity [FLOP/byte]",
                      "GFLOP/s", true, "roofline", "roofs"});
-    const double prefill_i = std::get<double>(points.rows.front()[4]), decode_i = std::get<double>(points.rows.back()[4]);
-    report.verdict("prefill steps run at " + fixed(prefill_i, 0) + "+ FLOP/byte (" +
-                   bound_name(bound_of(prefill_i, ridge_here)) + "-bound here, ridge " + fixed(ridge_here, 1) +
-                   "), decode at " + fixed(decode_i, 1) + " FLOP/byte or less (" +
-                   bound_name(bound_of(decode_i, ridge_here)) + "-bound); counted work equals the closed form for all " +
-                   std::to_string(calibration.size()) + " steps.");
+    const auto intensity_of = [&](std::size_t row) { return std::get<double>(points.rows[row][4]); };
+    const double prefill_i = intensity_of(0), decode_1 = intensity_of(prefill_lens.size()),
+                 decode_n = intensity_of(points.rows.size() - 1);
+    report.verdict("prefill runs at " + fixed(prefill_i, 0) + " FLOP/byte and up (" +
+                   bound_name(bound_of(prefill_i, ridge_here)) + "-bound; this machine's ridge is " +
+                   fixed(ridge_here, 1) + "), decode at batch " + std::to_string(decode_batches.front()) + " at " +
+                   fixed(decode_1, 1) + " (" + bound_name(bound_of(decode_1, ridge_here)) + "-bound), rising to " +
+                   fixed(decode_n, 1) + " at batch " + std::to_string(decode_batches.back()) +
+                   "; counted work equals the closed form for all " + std::to_string(calibration.size()) + " steps.");
     report.save();
   });
 }
