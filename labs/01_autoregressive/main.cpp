@@ -19,7 +19,6 @@
 #include "lab.h"
 #include "serve/generate.h"
 #include "serve/ladder.h"
-#include "serve/workload.h"
 
 using namespace servelab;
 using namespace servelab::lab;
@@ -41,13 +40,14 @@ int main(int argc, char** argv) {
     }
     check(max_new_tokens >= 2, "--max-new-tokens must be >= 2 (TPOT needs a second token), got ", max_new_tokens);
     auto model = load_model(o, /*deterministic=*/true);
-    const auto prompt = synthetic_prompt(prompt_len, model->config().vocab_size, o.seed);
+    const LabPrompt lab_prompt = article_prompt(o, model->config(), prompt_len);
+    const auto& prompt = lab_prompt.ids;
+    prompt_len = static_cast<int>(prompt.size());
 
     Report report("01_autoregressive", o.out);
     describe_run(report, *model, o);
     report.setting("technique", "none: KV cache off, every step recomputes the whole sequence");
-    report.setting("workload", std::to_string(prompt_len) + "-token stand-in prompt, greedy, " +
-                                   std::to_string(max_new_tokens) + " new tokens");
+    report.setting("workload", lab_prompt.description + ", greedy, " + std::to_string(max_new_tokens) + " new tokens");
     report.print_settings("Lab 01 — autoregressive generation, no KV cache");
 
     GenerateOptions gen;
@@ -109,6 +109,10 @@ int main(int argc, char** argv) {
       latency.add_row({std::string(name), s.median, s.p99, s.min, s.max});
     }
     report.add_table(latency);
+    if (lab_prompt.tokenizer) {
+      std::cout << "Generated text:\n\n> " << lab_prompt.tokenizer->decode(out, /*skip_special_tokens=*/true) << "\n\n";
+      report.setting("generated text", lab_prompt.tokenizer->decode(out, true));
+    }
 
     report.add_plot({"step_time", "steps", "step", {"time [ms]"}, "Lab 01: step time without a KV cache",
                      "generation step", "time [ms]", false, "line", ""});

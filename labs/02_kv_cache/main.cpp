@@ -22,17 +22,11 @@
 #include "perf/work.h"
 #include "serve/generate.h"
 #include "serve/ladder.h"
-#include "serve/workload.h"
 
 using namespace servelab;
 using namespace servelab::lab;
 
 namespace {
-
-// The article's prompt (seed 000, §2-5); used as text once the engine has a tokenizer.
-constexpr const char* kArticlePrompt =
-    "Explain why GPUs are particularly suitable for Transformer-based large language model inference. "
-    "Focus on matrix multiplication, parallelism, and memory usage.";
 
 // Median per-step seconds over runs that all generated the same number of tokens.
 std::vector<double> median_steps(const std::vector<GenerateResult>& runs) {
@@ -69,12 +63,12 @@ int main(int argc, char** argv) {
   LabOptions o;
   add_common_options(app, o, "small");
   std::vector<int> token_counts = {20, 50, 100, 200, 400};
-  int prompt_len = 30;
+  int prompt_len = 29;  // the article's prompt is 29 tokens in Qwen2.5's tokenizer
   bool fast_reductions = false;
   auto* counts_opt = app.add_option("--tokens", token_counts, "generated-token counts to measure")
                          ->delimiter(',')
                          ->capture_default_str();
-  app.add_option("--prompt-len", prompt_len, "stand-in prompt length for models without a tokenizer")
+  app.add_option("--prompt-len", prompt_len, "stand-in prompt length for models without a tokenizer.json")
       ->capture_default_str();
   app.add_flag("--fast-reductions", fast_reductions,
                "OpenBLAS GEMMs instead of deterministic ones: tokens may then differ, and the lab says where");
@@ -89,7 +83,9 @@ int main(int argc, char** argv) {
     std::sort(token_counts.begin(), token_counts.end());
     auto model = load_model(o, /*deterministic=*/!fast_reductions);
     const ModelConfig& c = model->config();
-    const auto prompt = synthetic_prompt(prompt_len, c.vocab_size, o.seed);
+    const LabPrompt lab_prompt = article_prompt(o, c, prompt_len);
+    const auto& prompt = lab_prompt.ids;
+    prompt_len = static_cast<int>(prompt.size());
     check(prompt_len + token_counts.back() <= c.max_position_embeddings, "--tokens ", token_counts.back(),
           " + --prompt-len ", prompt_len, " exceeds max_position_embeddings (", c.max_position_embeddings, ") of ",
           c.name);
@@ -97,8 +93,7 @@ int main(int argc, char** argv) {
     Report report("02_kv_cache", o.out);
     describe_run(report, *model, o);
     report.setting("technique", "KV cache on (lab 01 + Techniques::kv_cache), compared with lab 01's recompute");
-    report.setting("workload", std::to_string(prompt_len) + "-token stand-in for the article's prompt (\"" +
-                                   std::string(kArticlePrompt).substr(0, 40) + "...\"), greedy");
+    report.setting("workload", lab_prompt.description + ", greedy");
     report.print_settings("Lab 02 — KV cache: use_cache off vs on");
 
     // 1. The article's experiment: time to generate N tokens, cache off vs on.

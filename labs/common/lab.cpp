@@ -2,12 +2,15 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "serve/workload.h"
+#include "tokenizer/pretrained.h"
 
 namespace servelab::lab {
 
@@ -37,6 +40,23 @@ std::unique_ptr<Model> load_model(const LabOptions& o, bool deterministic) {
   std::cerr << "loading " << (o.model_dir.empty() ? "preset " + o.preset + " (synthetic weights)" : o.model_dir)
             << " ...\n";
   return o.model_dir.empty() ? Model::from_preset(o.preset, o.seed, engine) : Model::from_pretrained(o.model_dir, engine);
+}
+
+LabPrompt article_prompt(const LabOptions& o, const ModelConfig& config, int stand_in_len) {
+  LabPrompt p;
+  if (!o.model_dir.empty() && std::filesystem::exists(std::filesystem::path(o.model_dir) / "tokenizer.json")) {
+    p.tokenizer.emplace(load_tokenizer(o.model_dir));
+    p.ids = p.tokenizer->encode(kArticlePrompt);
+    for (std::int32_t id : p.ids)
+      check(id >= 0 && id < config.vocab_size, o.model_dir, "/tokenizer.json: id ", id,
+            " is outside the model's vocabulary [0, ", config.vocab_size, ")");
+    p.description = "the article's prompt, " + std::to_string(p.ids.size()) + " tokens with " + o.model_dir +
+                    "/tokenizer.json";
+  } else {
+    p.ids = synthetic_prompt(stand_in_len, config.vocab_size, o.seed);
+    p.description = std::to_string(stand_in_len) + "-token stand-in prompt (no tokenizer.json: seeded ids)";
+  }
+  return p;
 }
 
 void describe_run(Report& report, const Model& model, const LabOptions& o) {

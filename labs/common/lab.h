@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "model/model.h"
 #include "report.h"
 #include "serve/metrics.h"
+#include "tokenizer/tokenizer.h"
 
 namespace servelab::lab {
 
@@ -47,6 +49,26 @@ void add_common_options(CLI::App& app, LabOptions& options, const std::string& d
  *         the model cannot be loaded.
  */
 std::unique_ptr<Model> load_model(const LabOptions& options, bool deterministic);
+
+/// The source article's prompt (seed 000, §2-5), newlines included, as its experiment tokenized it.
+inline constexpr const char* kArticlePrompt =
+    "\nExplain why GPUs are particularly suitable for Transformer-based\nlarge language model inference. Focus on "
+    "matrix multiplication,\nparallelism, and memory usage.\n";
+
+/// A lab's prompt: its ids, and the tokenizer that made them when the model has one.
+struct LabPrompt {
+  std::vector<std::int32_t> ids;          ///< prompt token ids
+  std::optional<Tokenizer> tokenizer;     ///< set when --model has a tokenizer.json
+  std::string description;                ///< one line for the settings block
+};
+
+/**
+ * @brief The article's prompt encoded with the model's tokenizer.json when
+ *        --model has one; otherwise @p stand_in_len seeded stand-in ids
+ *        (synthetic presets have no tokenizer).
+ * @throws Error when the tokenizer produces an id outside the model's vocabulary.
+ */
+LabPrompt article_prompt(const LabOptions& options, const ModelConfig& config, int stand_in_len);
 
 /// Adds the model/machine/option lines every lab's settings block starts with.
 void describe_run(Report& report, const Model& model, const LabOptions& options);

@@ -76,3 +76,16 @@ TEST_CASE("lab 01 refuses bad flags with one error naming the flag", "[lab01]") 
   r = test::run_command(std::string(LAB01_EXE) + " --no-such-flag");
   CHECK(r.status != 0);
 }
+
+TEST_CASE("lab 01 with a model folder that has a tokenizer.json uses the article's prompt and prints text", "[lab01]") {
+  test::ScratchDir out("lab01-text");
+  const auto model = test::fixtures_dir() / "tokenizer" / "qwen2-tiny-chat";
+  const auto r = test::run_command(std::string(LAB01_EXE) + " --quick --model '" + model.string() + "' --out '" +
+                                   out.path().string() + "'");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("the article's prompt") != std::string::npos);
+  CHECK(r.out.find("Generated text:") != std::string::npos);
+  const auto results = nlohmann::json::parse(std::ifstream(out.path() / "01_autoregressive" / "01_autoregressive.json"));
+  CHECK(results["settings"].contains("generated text"));
+}

@@ -99,3 +99,14 @@ TEST_CASE("lab 02 refuses bad flags with one error naming the flag", "[lab02]") 
   CHECK(r.status != 0);
   CHECK(r.err.find("--dtype: unsupported weight dtype 'fp8'") != std::string::npos);
 }
+
+TEST_CASE("lab 02 encodes the article's prompt with the model's tokenizer.json", "[lab02]") {
+  test::ScratchDir out("lab02-text");
+  const auto model = test::fixtures_dir() / "tokenizer" / "qwen2-tiny-chat";
+  const auto r = test::run_command(std::string(LAB02_EXE) + " --quick --model '" + model.string() + "' --out '" +
+                                   out.path().string() + "'");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("the article's prompt, ") != std::string::npos);
+  CHECK(r.out.find("tokenizer.json, greedy") != std::string::npos);
+}
