@@ -83,8 +83,17 @@ void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Ten
   });
 }
 
+int rows_kernel_max_m() {
+  switch (cpu::active_isa()) {
+    case cpu::Isa::Avx512: return 256;
+    case cpu::Isa::Avx2: return 16;
+    case cpu::Isa::Generic: return 4;
+  }
+  return 4;
+}
+
 void matmul(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M) {
-  if (ctx.deterministic || M <= kRowsKernelMaxM)
+  if (ctx.deterministic || M <= rows_kernel_max_m())
     matmul_rows(ctx, out, x, w, M);
   else
     matmul_blas(ctx, out, x, w, M);

@@ -9,8 +9,8 @@
  * | function | how | used for |
  * |---|---|---|
  * | matmul_reference() | plain loops, one thread | the specification the tests compare against |
- * | matmul_rows() | SIMD dot products per output (cpu/rows.h), threads split the weight rows | decode (small M) and deterministic mode |
- * | matmul_blas() | OpenBLAS sgemm per slice of weight rows, one slice per engine thread | prefill in fast mode |
+ * | matmul_rows() | SIMD dot products per output (cpu/rows.h), threads split the weight rows | decode, short prefills (see rows_kernel_max_m()) and deterministic mode |
+ * | matmul_blas() | OpenBLAS sgemm per slice of weight rows, one slice per engine thread | long prefills in fast mode |
  *
  * Weights may be f32 or bf16; bf16 is widened in registers (rows) or per
  * tile into a scratch buffer (BLAS). Activations are always f32.
@@ -22,8 +22,16 @@
 
 namespace servelab {
 
-/// Up to this many rows, fast mode uses matmul_rows(): sgemm streams a weight poorly for a handful of rows.
-inline constexpr int kRowsKernelMaxM = 8;
+/**
+ * @brief Up to this many rows, fast mode uses matmul_rows() rather than OpenBLAS.
+ *
+ * Measured with lab 03 on a 2-core AVX-512 VM (qwen2.5-0.5b shapes): the
+ * AVX-512 row kernels reach 240-270 GFLOP/s for 48 to 256 rows where OpenBLAS
+ * (its AVX2 kernels, as this host pins them) reaches 170-210; the AVX2 row
+ * kernels reach about 150 and lose to OpenBLAS above ~16 rows; for a handful
+ * of rows sgemm streams the weights poorly on every machine.
+ */
+int rows_kernel_max_m();
 
 /**
  * @brief \f$ out = x W^T \f$ (a `torch.nn.Linear` without bias).
@@ -33,7 +41,7 @@ inline constexpr int kRowsKernelMaxM = 8;
  * @param M   number of rows (tokens).
  *
  * Deterministic mode always takes matmul_rows(), whose row m is
- * bit-identical whatever M is; fast mode takes it for M <= kRowsKernelMaxM
+ * bit-identical whatever M is; fast mode takes it for M <= rows_kernel_max_m()
  * and matmul_blas() above.
  */
 void matmul(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M);

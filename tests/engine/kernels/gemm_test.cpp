@@ -43,7 +43,7 @@ std::vector<double> reference(const std::vector<float>& x, const Tensor& w, int 
 
 TEST_CASE("matmul = x W^T / fast and deterministic / on ragged shapes", "[gemm]") {
   ThreadPool pool(2);
-  for (int M : {1, 17, 64})
+  for (int M : {1, 17, 64, 300})  // 300 is past every ISA's rows_kernel_max_m(): the BLAS path
     for (auto [N, K] : {std::pair{1, 1}, {33, 7}, {96, 130}}) {
       const Tensor w = weight(N, K, 1);
       const auto x = test::random_floats(static_cast<std::size_t>(M) * K, 2);
