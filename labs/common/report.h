@@ -53,7 +53,8 @@ struct PlotSpec {
   std::string x;                    ///< column for the x axis
   std::vector<std::string> y;       ///< columns drawn as lines
   std::string title;                ///< plot title
-  std::string xlabel, ylabel;       ///< axis labels
+  std::string xlabel;               ///< x axis label
+  std::string ylabel;               ///< y axis label
   bool logy = false;                ///< logarithmic y axis
   /// "line", or "roofline": log-log points (x = intensity, y = FLOP/s) under the
   /// roofs listed in table @ref roofs (columns "hardware", "peak GFLOP/s", "bandwidth GB/s").
@@ -81,7 +82,7 @@ class Report {
   void add_plot(PlotSpec plot);
   /// Records and prints the one-line verdict.
   void verdict(const std::string& text);
-  /// Writes <lab>.json and one CSV per table; returns the JSON path.
+  /// Writes \<lab\>.json and one CSV per table; returns the JSON path.
   std::filesystem::path save() const;
 
   /// The run's metadata: machine, git commit, date.
