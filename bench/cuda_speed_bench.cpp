@@ -34,6 +34,7 @@
 #include "cuda/gemm.h"
 #include "kernels/cuda_runtime_probe.h"
 #include "model/model.h"
+#include "perf/machine.h"
 #include "perf/work.h"
 
 namespace {
@@ -70,32 +71,9 @@ double median_seconds(int reps, const std::function<void()>& fn) {
   return median(t);
 }
 
-// Device-to-device copy of 1 GiB (16 MiB when quick); returns GB/s of bytes read + written.
-double copy_gbs(const Settings& set) {
-  const std::int64_t n = std::int64_t{1} << (set.quick ? 22 : 28);  // floats
-  Tensor a = cuda::device_empty(DType::F32, {n}), b = cuda::device_empty(DType::F32, {n});
-  cuda::fill_bytes(a.data, 0, a.nbytes());
-  const double s = median_seconds(set.reps(), [&] {
-    cuda::copy_on_device(b.data, a.data, a.nbytes());
-    cuda::synchronize();
-  });
-  return 2.0 * static_cast<double>(a.nbytes()) / s / 1e9;
-}
-
-// cuBLAS bf16 GEMM, 8192³ (1024³ when quick), f32 accumulation and output; returns TFLOP/s.
-double gemm_tflops(const Settings& set) {
-  const int n = set.quick ? 1024 : 8192;
-  Tensor w = cuda::device_empty(DType::BF16, {n, n}), x = cuda::device_empty(DType::BF16, {n, n});
-  Tensor out = cuda::device_empty(DType::F32, {n, n});
-  cuda::fill_bytes(w.data, 0x3c, w.nbytes());  // every element 0x3c3c, about 0.0115: finite, no denormals
-  cuda::fill_bytes(x.data, 0x3c, x.nbytes());
-  cuda::Gemm gemm;
-  const double s = median_seconds(set.reps(), [&] {
-    gemm.matmul_16bit(out.as<float>(), x.data, w, n);
-    cuda::synchronize();
-  });
-  return 2.0 * n * n * n / s / 1e12;
-}
+// The roofs, from perf/machine.h: 1 GiB copy and an 8192³ GEMM (16 MiB and 1024³ when quick).
+double copy_gbs(const Settings& set) { return measure_gpu_copy_gbs(set.quick ? 22 : 28, set.reps()); }
+double gemm_tflops(const Settings& set) { return measure_gpu_gemm_tflops(set.quick ? 1024 : 8192, set.reps()); }
 
 struct Figures {
   double copy_gbs = 0, peak_tflops = 0;

@@ -33,4 +33,18 @@ double measure_triad_gbs(ThreadPool& pool);
  */
 double measure_sgemm_gflops(int threads, int M, int N, int K);
 
+/**
+ * @brief This GPU's memory roof: device-to-device copy of 2^log2_floats f32,
+ *        GB/s counting bytes read and written, median of @p reps copies.
+ * @throws Error when the build has no CUDA or there is no device.
+ */
+double measure_gpu_copy_gbs(int log2_floats = 28, int reps = 5);
+
+/**
+ * @brief This GPU's matrix roof: a cuBLAS bf16 n×n×n GEMM with f32
+ *        accumulation, TFLOP/s, median of @p reps products.
+ * @throws Error when the build has no CUDA or there is no device.
+ */
+double measure_gpu_gemm_tflops(int n = 8192, int reps = 5);
+
 }  // namespace servelab

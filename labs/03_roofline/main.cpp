@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "kernels/cuda_runtime_probe.h"
 #include "kv/kv_cache.h"
 #include "lab.h"
 #include "perf/cost_model.h"
@@ -128,6 +129,12 @@ int main(int argc, char** argv) {
     roofs.add_row({"this CPU, " + std::to_string(threads) + " threads", sgemmN, sgemmN, readN, 0.0, sgemmN / readN,
                    std::string("measured: same, all threads; STREAM triad ") + fixed(triadN, 1) + " GB/s (1 thread " +
                        fixed(triad1, 1) + ")"});
+    if (cuda_device_count() > 0) {  // a GPU is here: its roofs, measured like the CPU's
+      const double copy = measure_gpu_copy_gbs(), tflops = measure_gpu_gemm_tflops();
+      roofs.add_row({"this GPU", tflops * 1e3, 0.0, copy, 0.0, tflops * 1e3 / copy,
+                     std::string("measured: cuBLAS bf16 8192^3 GEMM, device-to-device copy (read + write); ") +
+                         cuda_device_summary()});
+    }
     roofs.note = "GPU peaks are dense fp16/bf16 tensor-core rates (no sparsity); the CPU's peak is fp32 sgemm, the "
                  "precision the engine computes in. Bandwidth: GB = 10^9 bytes.";
 

@@ -1,0 +1,54 @@
+// This GPU's roofs, measured (declared in perf/machine.h so labs need no CUDA header).
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "cuda/device_memory.h"
+#include "cuda/gemm.h"
+#include "perf/machine.h"
+
+namespace servelab {
+
+namespace {
+
+// Median seconds of @p reps calls of @p fn after one warm-up call; @p fn must end synchronised.
+double median_seconds(int reps, const std::function<void()>& fn) {
+  fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+double measure_gpu_copy_gbs(int log2_floats, int reps) {
+  const std::int64_t n = std::int64_t{1} << log2_floats;
+  Tensor a = cuda::device_empty(DType::F32, {n}), b = cuda::device_empty(DType::F32, {n});
+  cuda::fill_bytes(a.data, 0, a.nbytes());
+  const double s = median_seconds(reps, [&] {
+    cuda::copy_on_device(b.data, a.data, a.nbytes());
+    cuda::synchronize();
+  });
+  return 2.0 * static_cast<double>(a.nbytes()) / s / 1e9;
+}
+
+double measure_gpu_gemm_tflops(int n, int reps) {
+  Tensor w = cuda::device_empty(DType::BF16, {n, n}), x = cuda::device_empty(DType::BF16, {n, n});
+  Tensor out = cuda::device_empty(DType::F32, {n, n});
+  cuda::fill_bytes(w.data, 0x3c, w.nbytes());  // every element 0x3c3c, about 0.0115: finite, no denormals
+  cuda::fill_bytes(x.data, 0x3c, x.nbytes());
+  cuda::Gemm gemm;
+  const double s = median_seconds(reps, [&] {
+    gemm.matmul_16bit(out.as<float>(), x.data, w, n);
+    cuda::synchronize();
+  });
+  return 2.0 * n * n * static_cast<double>(n) / s / 1e12;
+}
+
+}  // namespace servelab
