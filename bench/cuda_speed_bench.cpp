@@ -30,12 +30,14 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/timer.h"
 #include "cuda/device_memory.h"
 #include "cuda/gemm.h"
 #include "kernels/cuda_runtime_probe.h"
 #include "model/model.h"
 #include "perf/machine.h"
 #include "perf/work.h"
+#include "serve/metrics.h"
 
 namespace {
 
@@ -50,26 +52,12 @@ struct Settings {
   int reps() const { return quick ? 1 : 5; }
 };
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Median seconds of @p reps calls of @p fn after one warm-up call; @p fn must end synchronised.
-double median_seconds(int reps, const std::function<void()>& fn) {
-  fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    t.push_back(seconds_since(start));
-  }
-  return median(t);
-}
+// Median seconds of @p reps calls of @p fn after one warm-up; @p fn must end synchronised.
+double median_seconds(int reps, const std::function<void()>& fn) { return summarize(time_runs(1, reps, fn)).median; }
 
 // The roofs, from perf/machine.h: 1 GiB copy and an 8192³ GEMM (16 MiB and 1024³ when quick).
 double copy_gbs(const Settings& set) { return measure_gpu_copy_gbs(set.quick ? 22 : 28, set.reps()); }
@@ -123,7 +111,7 @@ Figures run(const Settings& set, const ModelConfig& c) {
     }
     if (run > 0) per_step.push_back(seconds_since(start) / kDecodeSteps);
   }
-  f.decode_s = median(per_step);
+  f.decode_s = summarize(per_step).median;
   const double kv_read = 2.0 * c.num_hidden_layers * c.kv_dim() * (kContext + kDecodeSteps / 2.0) * sizeof(float);
   f.decode_gbs = (static_cast<double>(decode_weight_bytes(c, DType::BF16)) + kv_read) / f.decode_s / 1e9;
   return f;

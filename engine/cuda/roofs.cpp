@@ -1,29 +1,18 @@
 // This GPU's roofs, measured (declared in perf/machine.h so labs need no CUDA header).
-#include <algorithm>
-#include <chrono>
 #include <functional>
-#include <vector>
 
 #include "cuda/device_memory.h"
 #include "cuda/gemm.h"
+#include "core/timer.h"
 #include "perf/machine.h"
+#include "serve/metrics.h"
 
 namespace servelab {
 
 namespace {
 
-// Median seconds of @p reps calls of @p fn after one warm-up call; @p fn must end synchronised.
-double median_seconds(int reps, const std::function<void()>& fn) {
-  fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
-  return t[t.size() / 2];
-}
+// Median seconds of @p reps calls of @p fn after one warm-up; @p fn must end synchronised.
+double median_seconds(int reps, const std::function<void()>& fn) { return summarize(time_runs(1, reps, fn)).median; }
 
 }  // namespace
 

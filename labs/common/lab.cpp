@@ -77,16 +77,6 @@ void describe_run(Report& report, const Model& model, const LabOptions& o) {
                                " timed runs per point, median shown (min/max in the files)");
 }
 
-std::vector<double> time_runs(int warmup, int repeats, const std::function<void()>& fn) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> seconds;
-  for (int i = 0; i < repeats; ++i) {
-    const double start = now_seconds();
-    fn();
-    seconds.push_back(now_seconds() - start);
-  }
-  return seconds;
-}
 
 Progress::Progress(std::string label, long total)
     : label_(std::move(label)), total_(std::max(1L, total)), enabled_(::isatty(STDERR_FILENO) != 0) {

@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/hash.h"
+#include "core/timer.h"
 #include "model/model.h"
 #include "report.h"
 #include "serve/metrics.h"
@@ -72,12 +73,6 @@ LabPrompt article_prompt(const LabOptions& options, const ModelConfig& config, i
 
 /// Adds the model/machine/option lines every lab's settings block starts with.
 void describe_run(Report& report, const Model& model, const LabOptions& options);
-
-/**
- * @brief Runs @p fn @p warmup times untimed, then @p repeats times timed.
- * @return wall-clock seconds of each timed run.
- */
-std::vector<double> time_runs(int warmup, int repeats, const std::function<void()>& fn);
 
 /// A one-line progress bar on stderr, drawn only when stderr is a terminal.
 class Progress {
