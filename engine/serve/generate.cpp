@@ -1,6 +1,7 @@
 #include "serve/generate.h"
 
 #include <algorithm>
+#include <numeric>
 #include <memory>
 
 #include "core/error.h"
@@ -8,11 +9,11 @@
 
 namespace servelab {
 
+double GenerateResult::e2e() const { return std::accumulate(step_seconds.begin(), step_seconds.end(), 0.0); }
+
 double GenerateResult::tpot() const {
   if (step_seconds.size() < 2) return 0.0;
-  double decode = 0.0;
-  for (std::size_t i = 1; i < step_seconds.size(); ++i) decode += step_seconds[i];
-  return decode / static_cast<double>(step_seconds.size() - 1);
+  return (e2e() - ttft()) / static_cast<double>(step_seconds.size() - 1);
 }
 
 double GenerateResult::prefill_tokens_per_second() const { return ttft() > 0 ? prompt_tokens / ttft() : 0.0; }

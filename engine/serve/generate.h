@@ -36,6 +36,8 @@ struct GenerateResult {
 
   /// Time to first token: the prefill step, sampling included.
   double ttft() const { return step_seconds.empty() ? 0.0 : step_seconds[0]; }
+  /// End-to-end time: every step, the prefill included.
+  double e2e() const;
   /// Mean time per output token after the first (vLLM: (E2E - TTFT) / (n - 1)); 0 with fewer than 2 tokens.
   double tpot() const;
   /// Prompt tokens per second of prefill.

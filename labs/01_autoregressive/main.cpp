@@ -43,6 +43,10 @@ int main(int argc, char** argv) {
     const LabPrompt lab_prompt = article_prompt(o, model->config(), prompt_len);
     const auto& prompt = lab_prompt.ids;
     prompt_len = static_cast<int>(prompt.size());
+    // Checked before anything is printed: a refused run leaves stdout empty.
+    check(prompt_len + max_new_tokens <= model->config().max_position_embeddings, "--prompt-len ", prompt_len,
+          " + --max-new-tokens ", max_new_tokens, " exceeds max_position_embeddings (",
+          model->config().max_position_embeddings, ") of ", model->config().name);
 
     Report report("01_autoregressive", o.out);
     describe_run(report, *model, o);
@@ -100,7 +104,7 @@ int main(int argc, char** argv) {
     for (const auto& r : runs) {
       ttft.push_back(r.ttft() * 1e3);
       tpot.push_back(r.tpot() * 1e3);
-      e2e.push_back((r.ttft() + r.tpot() * (r.output_ids.size() - 1)) * 1e3);
+      e2e.push_back(r.e2e() * 1e3);
     }
     Table latency{"latency", "Request latency (vLLM definitions)", {"metric", "median [ms]", "p99 [ms]", "min [ms]", "max [ms]"},
                   {0, 2, 2, 2, 2}, {}, "TPOT = (E2E - TTFT) / (output tokens - 1); ITL = gap between consecutive tokens."};

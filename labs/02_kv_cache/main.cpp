@@ -130,11 +130,7 @@ int main(int argc, char** argv) {
       }
       auto seconds = [](const std::vector<GenerateResult>& runs) {
         std::vector<double> s;
-        for (const auto& r : runs) {
-          double t = 0;
-          for (double x : r.step_seconds) t += x;
-          s.push_back(t);
-        }
+        for (const auto& r : runs) s.push_back(r.e2e());
         return summarize(s);
       };
       const Summary t_off = seconds(off), t_on = seconds(on);

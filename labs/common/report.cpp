@@ -157,17 +157,22 @@ void Report::verdict(const std::string& text) {
 }
 
 nlohmann::ordered_json Report::machine_metadata() {
-  const std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  std::string commit = run_command("git -C '" SERVELAB_SOURCE_DIR "' rev-parse --short HEAD 2>/dev/null");
-  if (!commit.empty() && !run_command("git -C '" SERVELAB_SOURCE_DIR "' status --porcelain --untracked-files=no 2>/dev/null").empty())
-    commit += "-dirty";
-  return {{"cpu", cpu_model()},
-          {"cpu_threads", std::thread::hardware_concurrency()},
-          {"gpu", cuda_device_summary()},
-          {"git_commit", commit.empty() ? "unknown" : commit},
-          {"date_utc", date}};
+  // Read once per run: it shells out to git, and a lab asks for it several times.
+  static const nlohmann::ordered_json metadata = [] {
+    const std::time_t now = std::time(nullptr);
+    char date[32];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    std::string commit = run_command("git -C '" SERVELAB_SOURCE_DIR "' rev-parse --short HEAD 2>/dev/null");
+    if (!commit.empty() &&
+        !run_command("git -C '" SERVELAB_SOURCE_DIR "' status --porcelain --untracked-files=no 2>/dev/null").empty())
+      commit += "-dirty";
+    return nlohmann::ordered_json{{"cpu", cpu_model()},
+                                  {"cpu_threads", std::thread::hardware_concurrency()},
+                                  {"gpu", cuda_device_summary()},
+                                  {"git_commit", commit.empty() ? "unknown" : commit},
+                                  {"date_utc", date}};
+  }();
+  return metadata;
 }
 
 std::filesystem::path Report::save() const {

@@ -42,13 +42,9 @@ TEST_CASE("TTFT is the first step and TPOT = (E2E - TTFT) / (n - 1)", "[lab01]")
 
 TEST_CASE("lab 01 --quick prints its tables and writes JSON and CSV", "[lab01]") {
   test::ScratchDir out("lab01");
-  const auto r = test::run_command(std::string(LAB01_EXE) + " --quick --out '" + out.path().string() + "'");
-  INFO(r.err);
-  REQUIRE(r.status == 0);
+  const auto [r, dir, results] = test::run_lab_quick(LAB01_EXE, "01_autoregressive", out.path());
   CHECK(r.out.find("Per-step cost without a KV cache") != std::string::npos);
   CHECK(r.out.find("Tokens equal the reference path") != std::string::npos);
-  const auto dir = out.path() / "01_autoregressive";
-  const auto results = nlohmann::json::parse(std::ifstream(dir / "01_autoregressive.json"));
   const auto& steps = test::table(results, "steps");
   REQUIRE(steps["rows"].size() == 12);  // --quick generates 12 tokens, one row per step
   const auto ctx = test::column(steps, "context [tok]"), fed = test::column(steps, "processed [tok]");
@@ -63,29 +59,19 @@ TEST_CASE("lab 01 --quick prints its tables and writes JSON and CSV", "[lab01]")
 }
 
 TEST_CASE("lab 01 refuses bad flags with one error naming the flag", "[lab01]") {
-  auto r = test::run_command(std::string(LAB01_EXE) + " --quick --max-new-tokens 1 --out /tmp");
-  CHECK(r.status != 0);
-  CHECK(r.err.find("--max-new-tokens must be >= 2") != std::string::npos);
-  CHECK(r.out.empty());
-  r = test::run_command(std::string(LAB01_EXE) + " --quick --out /proc/servelab-no");
-  CHECK(r.status != 0);
-  CHECK(r.err.find("--out /proc/servelab-no") != std::string::npos);
-  r = test::run_command(std::string(LAB01_EXE) + " --quick --prompt-len 4000 --max-new-tokens 200 --out /tmp");
-  CHECK(r.status != 0);
-  CHECK(r.err.find("max_position_embeddings (4096)") != std::string::npos);
-  r = test::run_command(std::string(LAB01_EXE) + " --no-such-flag");
-  CHECK(r.status != 0);
+  const std::string lab = LAB01_EXE;
+  test::check_refused(lab + " --quick --max-new-tokens 1 --out /tmp", "--max-new-tokens must be >= 2");
+  test::check_refused(lab + " --quick --out /proc/servelab-no", "--out /proc/servelab-no");
+  test::check_refused(lab + " --quick --prompt-len 4000 --max-new-tokens 200 --out /tmp", "max_position_embeddings (4096)");
+  CHECK(test::run_command(lab + " --no-such-flag").status != 0);
 }
 
 TEST_CASE("lab 01 with a model folder that has a tokenizer.json uses the article's prompt and prints text", "[lab01]") {
   test::ScratchDir out("lab01-text");
   const auto model = test::fixtures_dir() / "tokenizer" / "qwen2-tiny-chat";
-  const auto r = test::run_command(std::string(LAB01_EXE) + " --quick --model '" + model.string() + "' --out '" +
-                                   out.path().string() + "'");
-  INFO(r.err);
-  REQUIRE(r.status == 0);
+  const auto [r, dir, results] =
+      test::run_lab_quick(LAB01_EXE, "01_autoregressive", out.path(), "--model '" + model.string() + "'");
   CHECK(r.out.find("the article's prompt") != std::string::npos);
   CHECK(r.out.find("Generated text:") != std::string::npos);
-  const auto results = nlohmann::json::parse(std::ifstream(out.path() / "01_autoregressive" / "01_autoregressive.json"));
   CHECK(results["settings"].contains("generated text"));
 }

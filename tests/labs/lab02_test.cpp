@@ -69,10 +69,7 @@ TEST_CASE("work formulas: hand-computed cases and prefill = sum of decode steps"
 
 TEST_CASE("lab 02 --quick prints the article's table after checking token identity", "[lab02]") {
   test::ScratchDir out("lab02");
-  const auto r = test::run_command(std::string(LAB02_EXE) + " --quick --out '" + out.path().string() + "'");
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  const auto results = nlohmann::json::parse(std::ifstream(out.path() / "02_kv_cache" / "02_kv_cache.json"));
+  const auto [r, dir, results] = test::run_lab_quick(LAB02_EXE, "02_kv_cache", out.path());
   const auto& speed = test::table(results, "kv_cache_speedup");
   REQUIRE(speed["rows"].size() == 2);
   for (const auto& row : speed["rows"]) CHECK(row[test::column(speed, "same tokens")] == "yes");
@@ -84,29 +81,20 @@ TEST_CASE("lab 02 --quick prints the article's table after checking token identi
   const auto& work = test::table(results, "work_per_step");
   CHECK(work["rows"].back()[0] == "total");
   for (const char* csv : {"kv_cache_speedup.csv", "work_per_step.csv", "kv_memory.csv", "kv_allocated.csv", "step_times.csv"})
-    CHECK(std::filesystem::exists(out.path() / "02_kv_cache" / csv));
+    CHECK(std::filesystem::exists(dir / csv));
 }
 
 TEST_CASE("lab 02 refuses bad flags with one error naming the flag", "[lab02]") {
-  auto r = test::run_command(std::string(LAB02_EXE) + " --quick --tokens 0,5 --out /tmp");
-  CHECK(r.status != 0);
-  CHECK(r.err.find("--tokens") != std::string::npos);
-  CHECK(r.out.empty());
-  r = test::run_command(std::string(LAB02_EXE) + " --quick --tokens 5000 --out /tmp");
-  CHECK(r.status != 0);
-  CHECK(r.err.find("max_position_embeddings") != std::string::npos);
-  r = test::run_command(std::string(LAB02_EXE) + " --quick --dtype fp8 --out /tmp");
-  CHECK(r.status != 0);
-  CHECK(r.err.find("--dtype: unsupported weight dtype 'fp8'") != std::string::npos);
+  const std::string lab = LAB02_EXE;
+  test::check_refused(lab + " --quick --tokens 0,5 --out /tmp", "--tokens");
+  test::check_refused(lab + " --quick --tokens 5000 --out /tmp", "max_position_embeddings");
+  test::check_refused(lab + " --quick --dtype fp8 --out /tmp", "--dtype: unsupported weight dtype 'fp8'");
 }
 
 TEST_CASE("lab 02 encodes the article's prompt with the model's tokenizer.json", "[lab02]") {
   test::ScratchDir out("lab02-text");
   const auto model = test::fixtures_dir() / "tokenizer" / "qwen2-tiny-chat";
-  const auto r = test::run_command(std::string(LAB02_EXE) + " --quick --model '" + model.string() + "' --out '" +
-                                   out.path().string() + "'");
-  INFO(r.err);
-  REQUIRE(r.status == 0);
+  const auto r = test::run_lab_quick(LAB02_EXE, "02_kv_cache", out.path(), "--model '" + model.string() + "'").run;
   CHECK(r.out.find("the article's prompt, ") != std::string::npos);
   CHECK(r.out.find("tokenizer.json, greedy") != std::string::npos);
 }

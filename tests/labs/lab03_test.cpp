@@ -124,10 +124,7 @@ TEST_CASE("predicted generation: with no overhead the cache saves the recomputed
 
 TEST_CASE("lab 03 --quick prints the seed table and checks counted work against the formula", "[lab03]") {
   test::ScratchDir out("lab03");
-  const auto r = test::run_command(std::string(LAB03_EXE) + " --quick --out '" + out.path().string() + "'");
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  const auto results = nlohmann::json::parse(std::ifstream(out.path() / "03_roofline" / "03_roofline.json"));
+  const auto results = test::run_lab_quick(LAB03_EXE, "03_roofline", out.path()).results;
   const auto& seed = test::table(results, "seed_table");
   const auto col = test::column(seed, "intensity [FLOP/B]");
   const double expected[] = {409.6, 682.67, 1.0, 31.5};
@@ -142,11 +139,7 @@ TEST_CASE("lab 03 --quick prints the seed table and checks counted work against 
 }
 
 TEST_CASE("lab 03 refuses bad flags with one error naming the flag", "[lab03]") {
-  auto r = test::run_command(std::string(LAB03_EXE) + " --quick --prefill-lens 0 --out /tmp");
-  CHECK(r.status != 0);
-  CHECK(r.err.find("--prefill-lens") != std::string::npos);
-  CHECK(r.out.empty());
-  r = test::run_command(std::string(LAB03_EXE) + " --quick --decode-batches -2 --out /tmp");
-  CHECK(r.status != 0);
-  CHECK(r.err.find("--decode-batches") != std::string::npos);
+  const std::string lab = LAB03_EXE;
+  test::check_refused(lab + " --quick --prefill-lens 0 --out /tmp", "--prefill-lens");
+  test::check_refused(lab + " --quick --decode-batches -2 --out /tmp", "--decode-batches");
 }

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_util.h"
+
 namespace servelab::test {
 
 /// Exit status, stdout and stderr of one command.
@@ -37,6 +39,38 @@ inline RunResult run_command(const std::string& command) {
   r.err.assign(std::istreambuf_iterator<char>(in), {});
   std::filesystem::remove(err_file);
   return r;
+}
+
+/// A successful `--quick` run of a lab: what it printed and the results it saved.
+struct QuickRun {
+  RunResult run;                  ///< exit status, stdout, stderr
+  std::filesystem::path dir;      ///< the lab's results folder
+  nlohmann::json results;         ///< <dir>/<lab>.json
+};
+
+/**
+ * @brief Runs `exe --quick <extra> --out <scratch>` and reads `<lab>.json`;
+ *        fails the test (printing stderr) unless the lab exits 0.
+ * @param scratch an empty folder owned by the caller.
+ */
+inline QuickRun run_lab_quick(const std::string& exe, const std::string& lab, const std::filesystem::path& scratch,
+                              const std::string& extra = "") {
+  QuickRun q;
+  q.run = run_command(exe + " --quick " + extra + " --out '" + scratch.string() + "'");
+  INFO(q.run.err);
+  REQUIRE(q.run.status == 0);
+  q.dir = scratch / lab;
+  q.results = nlohmann::json::parse(std::ifstream(q.dir / (lab + ".json")));
+  return q;
+}
+
+/// Checks that @p command fails with one error containing @p message and prints nothing on stdout.
+inline void check_refused(const std::string& command, const std::string& message) {
+  const RunResult r = run_command(command);
+  INFO(command << "\nstderr: " << r.err);
+  CHECK(r.status != 0);
+  CHECK(r.err.find(message) != std::string::npos);
+  CHECK(r.out.empty());
 }
 
 /// The table named @p name in a lab's results JSON; fails the test when absent.
