@@ -35,6 +35,7 @@ TEST_CASE("TTFT is the first step and TPOT = (E2E - TTFT) / (n - 1)", "[lab01]")
   r.output_ids = {1, 2, 3, 4};
   r.step_seconds = {0.5, 0.1, 0.2, 0.3};
   CHECK(r.ttft() == 0.5);
+  CHECK(r.e2e() == Approx(1.1));
   CHECK(r.tpot() == Approx((1.1 - 0.5) / 3));
   CHECK(r.prefill_tokens_per_second() == Approx(20.0));
   CHECK(r.decode_tokens_per_second() == Approx(5.0));
