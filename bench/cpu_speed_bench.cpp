@@ -28,7 +28,7 @@
 #include "model/model.h"
 #include "perf/machine.h"
 #include "perf/work.h"
-#include "serve/metrics.h"
+#include "core/stats.h"
 
 namespace {
 

@@ -33,11 +33,11 @@
 #include "core/timer.h"
 #include "cuda/device_memory.h"
 #include "cuda/gemm.h"
-#include "kernels/cuda_runtime_probe.h"
+#include "cuda/device_probe.h"
 #include "model/model.h"
 #include "perf/machine.h"
 #include "perf/work.h"
-#include "serve/metrics.h"
+#include "core/stats.h"
 
 namespace {
 

@@ -35,7 +35,7 @@
 
 #include "kv/kv_cache.h"
 #include "model/batch.h"
-#include "model/config.h"
+#include "config/model_config.h"
 #include "model/weights.h"
 
 namespace servelab {

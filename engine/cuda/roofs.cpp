@@ -5,7 +5,7 @@
 #include "cuda/gemm.h"
 #include "core/timer.h"
 #include "perf/machine.h"
-#include "serve/metrics.h"
+#include "core/stats.h"
 
 namespace servelab {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kv/kv_view.h"
-#include "model/config.h"
+#include "config/model_config.h"
 
 namespace servelab {
 

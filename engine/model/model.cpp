@@ -7,7 +7,7 @@
 #include "cuda/cuda_kv_cache.h"
 #include "cuda/cuda_model.h"
 #include "kernels/attention.h"
-#include "kernels/cuda_runtime_probe.h"
+#include "cuda/device_probe.h"
 #include "kernels/embedding.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"

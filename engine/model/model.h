@@ -25,7 +25,7 @@
 #include "kernels/context.h"
 #include "kv/kv_cache.h"
 #include "model/batch.h"
-#include "model/config.h"
+#include "config/model_config.h"
 #include "model/weights.h"
 #include "perf/counter.h"
 

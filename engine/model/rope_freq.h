@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "model/config.h"
+#include "config/model_config.h"
 
 namespace servelab {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "model/config.h"
+#include "config/model_config.h"
 
 namespace servelab {
 

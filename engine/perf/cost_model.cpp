@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "serve/metrics.h"
+#include "core/stats.h"
 
 namespace servelab {
 

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/config.h"
+#include "config/model_config.h"
 #include "perf/counter.h"
 #include "perf/hardware.h"
 #include "perf/work.h"

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "model/config.h"
+#include "config/model_config.h"
 #include "perf/counter.h"
 
 namespace servelab {

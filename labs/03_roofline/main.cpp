@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "kernels/cuda_runtime_probe.h"
+#include "cuda/device_probe.h"
 #include "kv/kv_cache.h"
 #include "lab.h"
 #include "perf/cost_model.h"

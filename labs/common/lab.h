@@ -22,7 +22,7 @@
 #include "core/timer.h"
 #include "model/model.h"
 #include "report.h"
-#include "serve/metrics.h"
+#include "core/stats.h"
 #include "tokenizer/tokenizer.h"
 
 namespace servelab::lab {

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "kernels/cuda_runtime_probe.h"
+#include "cuda/device_probe.h"
 
 namespace servelab::lab {
 

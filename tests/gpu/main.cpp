@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "kernels/cuda_runtime_probe.h"
+#include "cuda/device_probe.h"
 
 int main(int argc, char** argv) {
   bool listing = false;

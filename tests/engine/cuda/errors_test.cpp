@@ -4,8 +4,8 @@
 #include "core/error.h"
 #include "cuda/device_memory.h"
 #include "cuda/gemm.h"
-#include "kernels/cuda_runtime_probe.h"
-#include "model/config.h"
+#include "cuda/device_probe.h"
+#include "config/model_config.h"
 #include "test_util.h"
 
 using namespace servelab;

@@ -2,7 +2,7 @@
 // CUDA where there is no device is one clear error. (tests/gpu runs the CUDA
 // backend itself where a GPU exists.)
 #include "core/error.h"
-#include "kernels/cuda_runtime_probe.h"
+#include "cuda/device_probe.h"
 #include "model/model.h"
 #include "test_util.h"
 

@@ -1,7 +1,7 @@
 // RoPE inverse frequencies, plain and with Llama 3 scaling, against values
 // transformers computed for the llama-tiny fixture (tools/make_fixtures.py prints them).
 #include "kernels/math/rope.h"
-#include "model/config.h"
+#include "config/model_config.h"
 #include "model/rope_freq.h"
 #include "test_util.h"
 

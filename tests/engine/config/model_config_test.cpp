@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "model/config.h"
+#include "config/model_config.h"
 #include "test_util.h"
 
 using namespace servelab;

@@ -1,5 +1,5 @@
 /**
- * @file cuda_runtime_probe.h
+ * @file device_probe.h
  * @brief Asks the CUDA runtime what devices exist: the first piece of the
  *        CUDA backend seam, compiled only where nvcc was found.
  */

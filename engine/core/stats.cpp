@@ -1,4 +1,4 @@
-#include "serve/metrics.h"
+#include "core/stats.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 /**
- * @file config.h
+ * @file model_config.h
  * @brief Model shape and hyper-parameters: read from a Hugging Face
  *        config.json or taken from a named preset.
  *

@@ -1,6 +1,6 @@
 // Percentiles as numpy computes them (linear interpolation between closest ranks).
 #include "core/error.h"
-#include "serve/metrics.h"
+#include "core/stats.h"
 #include "serve/workload.h"
 #include "test_util.h"
 

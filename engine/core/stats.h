@@ -1,11 +1,7 @@
 /**
- * @file metrics.h
- * @brief Latency statistics: percentiles and the summary every lab table
- *        prints (median, p99, min, max), computed in one place.
- *
- * Request metrics follow vLLM's definitions: TTFT is arrival to first token,
- * TPOT = (E2E - TTFT) / (output tokens - 1), ITL is the gap between two
- * consecutive tokens of one request.
+ * @file stats.h
+ * @brief Statistics of repeated measurements: percentiles and the summary
+ *        every lab table prints (median, p99, min, max), computed in one place.
  */
 #pragma once
 

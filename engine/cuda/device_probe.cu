@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "kernels/cuda_runtime_probe.h"
+#include "cuda/device_probe.h"
 
 namespace servelab {
 

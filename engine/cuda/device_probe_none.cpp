@@ -1,5 +1,5 @@
-// Built instead of cuda_runtime_probe.cu when CMake found no CUDA compiler.
-#include "kernels/cuda_runtime_probe.h"
+// Built instead of device_probe.cu when CMake found no CUDA compiler.
+#include "cuda/device_probe.h"
 
 namespace servelab {
 

@@ -1,0 +1,44 @@
+#include "kv/block_pool.h"
+
+#include "core/error.h"
+
+namespace servelab {
+
+BlockPool::BlockPool(int num_blocks) {
+  check(num_blocks >= 1, "block pool: num_blocks must be >= 1, got ", num_blocks);
+  blocks_.resize(static_cast<std::size_t>(num_blocks));
+  for (int i = 0; i < num_blocks; ++i) {
+    blocks_[static_cast<std::size_t>(i)].block_id = i;
+    free_block_queue_.push_back(i);
+  }
+}
+
+std::vector<std::int32_t> BlockPool::get_new_blocks(int n) {
+  check(n >= 0 && n <= num_free_blocks(), "block pool: asked for ", n, " blocks but ", num_free_blocks(), " are free");
+  std::vector<std::int32_t> out;
+  out.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const std::int32_t id = free_block_queue_.front();
+    free_block_queue_.pop_front();
+    blocks_[static_cast<std::size_t>(id)].ref_cnt = 1;
+    out.push_back(id);
+  }
+  return out;
+}
+
+void BlockPool::free_blocks(std::span<const std::int32_t> block_ids) {
+  for (std::int32_t id : block_ids) {
+    check(id >= 0 && id < num_blocks(), "block pool: block ", id, " out of range [0, ", num_blocks(), ")");
+    KVCacheBlock& b = blocks_[static_cast<std::size_t>(id)];
+    check(b.ref_cnt > 0, "block pool: block ", id, " is already free");
+    if (--b.ref_cnt == 0) free_block_queue_.push_back(id);
+  }
+}
+
+const KVCacheBlock& BlockPool::block(std::int32_t block_id) const {
+  check(block_id >= 0 && block_id < num_blocks(), "block pool: block ", block_id, " out of range [0, ",
+        num_blocks(), ")");
+  return blocks_[static_cast<std::size_t>(block_id)];
+}
+
+}  // namespace servelab
