@@ -62,7 +62,7 @@ void BM_Decode(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(1));
   auto m = model(dtype, threads, state.range(2) != 0);
   ThreadPool pool(threads);
-  ContiguousKVCache cache(m->config(), 1, kContext + 1);
+  HostKVCache cache(m->config(), 1, kContext + 1);
   const std::int32_t token = 1;
   std::vector<double> limits;
   for (auto _ : state) {
@@ -70,7 +70,7 @@ void BM_Decode(benchmark::State& state) {
     limits.push_back(measure_read_gbs(pool));
     state.ResumeTiming();
     Batch batch;
-    batch.add(0, kContext, std::span(&token, 1));
+    batch.add({0}, kContext, std::span(&token, 1));
     benchmark::DoNotOptimize(m->forward(batch, cache));
   }
   state.counters["tok/s"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
@@ -83,14 +83,14 @@ void BM_Prefill(benchmark::State& state) {
   auto m = model(dtype, threads, state.range(2) != 0);
   std::vector<std::int32_t> prompt(kPrompt);
   std::iota(prompt.begin(), prompt.end(), 0);
-  ContiguousKVCache cache(m->config(), 1, kPrompt);
+  HostKVCache cache(m->config(), 1, kPrompt);
   std::vector<double> limits;
   for (auto _ : state) {
     state.PauseTiming();
     limits.push_back(measure_sgemm_gflops(threads, kPrompt, preset(kPreset).intermediate_size, preset(kPreset).hidden_size));
     state.ResumeTiming();
     Batch batch;
-    batch.add(0, 0, prompt);
+    batch.add({0}, 0, prompt);
     benchmark::DoNotOptimize(m->forward(batch, cache));
   }
   state.counters["tok/s"] = benchmark::Counter(kPrompt, benchmark::Counter::kIsIterationInvariantRate);

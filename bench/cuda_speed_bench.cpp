@@ -85,7 +85,7 @@ Figures run(const Settings& set, const ModelConfig& c) {
   for (int i = 0; i < kPrompt; ++i) prompt[i] = (i * 7919 + 13) % c.vocab_size;
   auto cache = model->make_kv_cache(1, kPrompt);
   Batch prefill;
-  prefill.add(0, 0, prompt);
+  prefill.add({0}, 0, prompt);
   f.prefill_s = median_seconds(set.reps(), [&] { model->forward(prefill, *cache); });
   const double layer_matrix_params = static_cast<double>(c.num_hidden_layers) *
       (static_cast<double>(c.hidden_size) * (c.q_dim() + 2 * c.kv_dim()) + static_cast<double>(c.q_dim()) * c.hidden_size +
@@ -101,12 +101,12 @@ Figures run(const Settings& set, const ModelConfig& c) {
   std::vector<double> per_step;
   for (int run = 0; run <= set.reps(); ++run) {
     Batch fill;
-    fill.add(0, 0, std::span(prompt).first(kContext));
+    fill.add({0}, 0, std::span(prompt).first(kContext));
     model->forward(fill, *decode_cache);
     const auto start = std::chrono::steady_clock::now();
     for (int step = 0; step < kDecodeSteps; ++step) {
       Batch one;
-      one.add(0, kContext + step, std::span(&token, 1));
+      one.add({0}, kContext + step, std::span(&token, 1));
       model->forward(one, *decode_cache);
     }
     if (run > 0) per_step.push_back(seconds_since(start) / kDecodeSteps);

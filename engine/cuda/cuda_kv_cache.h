@@ -1,27 +1,26 @@
 /**
  * @file cuda_kv_cache.h
- * @brief The contiguous KV cache in device memory: what the CUDA backend's
- *        attention reads and its KV-write kernel fills.
+ * @brief KV blocks in device memory: what the CUDA backend's attention reads
+ *        and its KV-write kernel fills.
  *
- * Same layout and bytes as ContiguousKVCache (kv/kv_cache.h), on the GPU:
+ * Same layout and bytes as HostKVCache (kv/kv_cache.h), on the GPU:
  * @verbatim
- *  k: [num_layers][num_slots][max_seq_len][kv_dim]   (same for v), f32
+ *  per layer, k and v: [num_blocks, block_size, kv_dim]   f32
  * @endverbatim
- * view() returns KVViews whose k and v are device addresses: kernels
- * dereference them, host code only passes them on (to the device, in
- * CudaModel's per-step upload). Make one with Model::make_kv_cache(), which
- * picks this class when the model runs on CUDA.
+ * key_blocks()/value_blocks() and the KVViews built from them hold device
+ * addresses: kernels dereference them, host code only passes them on (in
+ * CudaModel's per-step upload, which also moves the block tables to the
+ * device). Make one with Model::make_kv_cache(), which picks this class when
+ * the model runs on CUDA.
  */
 #pragma once
-
-#include <vector>
 
 #include "core/tensor.h"
 #include "kv/kv_cache.h"
 
 namespace servelab {
 
-/// Contiguous per-slot K/V storage in CUDA device memory.
+/// Per-layer K/V blocks in CUDA device memory.
 class CudaKVCache final : public KVCache {
  public:
   /**
@@ -30,28 +29,19 @@ class CudaKVCache final : public KVCache {
    *        unwritten row shows up in the results).
    * @throws Error when a size is not positive or the device is out of memory.
    */
-  CudaKVCache(const ModelConfig& config, int num_slots, int max_seq_len);
-  /// @return device pointers; never dereference them on the host.
-  KVView view(int layer, int slot) override;
-  int num_slots() const override { return num_slots_; }
-  int capacity(int) const override { return max_seq_len_; }
-  std::size_t bytes_allocated() const override { return k_.nbytes() + v_.nbytes(); }
+  CudaKVCache(const ModelConfig& config, int num_blocks, int block_size);
+  bool on_device() const override { return true; }
+  /// @return a device pointer; never dereference it on the host.
+  float* key_blocks(int layer) override;
+  /// @return a device pointer; never dereference it on the host.
+  float* value_blocks(int layer) override;
 
-  /**
-   * @brief Copies the first @p tokens K and V rows of (@p layer, @p slot) to the host (tests, debugging).
-   * @param k [tokens, kv_dim] destination, @param v [tokens, kv_dim] destination.
-   */
-  void copy_to_host(int layer, int slot, int tokens, float* k, float* v) const;
+ protected:
+  void copy_out(std::byte* dst, const float* src, std::size_t bytes) override;
+  void copy_in(float* dst, const std::byte* src, std::size_t bytes) override;
 
  private:
-  std::size_t offset(int layer, int slot) const;  // first float of (layer, slot); checks both
-
-  int num_layers_, num_slots_, max_seq_len_;
-  std::size_t kv_dim_;
-  Tensor k_, v_;  // device [num_layers][num_slots][max_seq_len][kv_dim]
+  Tensor k_, v_;  // device [num_layers][num_blocks][block_size][kv_dim]
 };
-
-/// True when @p cache keeps its K/V in device memory (a CudaKVCache); false in a build without CUDA.
-bool is_device_kv_cache(const KVCache& cache);
 
 }  // namespace servelab

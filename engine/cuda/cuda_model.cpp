@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "cuda/cuda_kv_cache.h"
 #include "cuda/device_memory.h"
+#include "cuda/device_probe.h"
 #include "cuda/gemm.h"
 #include "cuda/ops.h"
 
@@ -101,13 +102,21 @@ CudaModel::CudaModel(const ModelConfig& config, const ModelWeights& weights, con
 
 CudaModel::~CudaModel() = default;
 
-std::unique_ptr<KVCache> CudaModel::make_kv_cache(int num_slots, int max_seq_len) const {
-  return std::make_unique<CudaKVCache>(s_->config, num_slots, max_seq_len);
+std::unique_ptr<ModelBackend> make_cuda_backend(const ModelConfig& config, const ModelWeights& weights,
+                                                const std::vector<float>& inv_freq) {
+  check(cuda_device_count() > 0, "--backend cuda: no usable CUDA device (", cuda_device_summary(),
+        "); use --backend cpu");
+  return std::make_unique<CudaModel>(config, weights, inv_freq);
 }
 
+std::unique_ptr<KVCache> CudaModel::make_kv_cache(int num_blocks, int block_size) const {
+  return std::make_unique<CudaKVCache>(s_->config, num_blocks, block_size);
+}
+
+std::pair<std::size_t, std::size_t> CudaModel::memory_info() const { return cuda::memory_info(); }
+
 std::vector<float> CudaModel::forward(const Batch& batch, KVCache& cache) {
-  check(is_device_kv_cache(cache),
-        "--backend cuda: the KV cache is in host memory; make it with Model::make_kv_cache()");
+  check(cache.on_device(), "--backend cuda: the KV cache is in host memory; make it with Model::make_kv_cache()");
   State& s = *s_;
   const ModelConfig& c = s.config;
   const int T = batch.num_tokens(), H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size;
@@ -120,6 +129,8 @@ std::vector<float> CudaModel::forward(const Batch& batch, KVCache& cache) {
   std::vector<int> positions(T);                  // [T] RoPE positions
   std::vector<cuda::AttentionRow> attn_rows(T);   // [T] each row's sequence and position
   std::vector<KVView> views(static_cast<std::size_t>(L) * S);  // [layer][seq] device addresses, not dereferenced here
+  std::vector<std::int32_t> tables;       // every sequence's block table, concatenated
+  std::vector<std::size_t> table_at(S);   // [S] where sequence i's table starts in tables
   int max_keys = 0, row = 0;
   for (int i = 0; i < S; ++i) {
     const SequenceChunk& seq = batch.seqs[i];
@@ -128,13 +139,23 @@ std::vector<float> CudaModel::forward(const Batch& batch, KVCache& cache) {
       attn_rows[row] = {i, seq.num_computed_tokens + j};
     }
     max_keys = std::max(max_keys, seq.num_computed_tokens + seq.num_new_tokens);
-    for (int l = 0; l < L; ++l) views[static_cast<std::size_t>(l) * S + i] = cache.view(l, seq.kv_slot);
+    for (int l = 0; l < L; ++l) views[static_cast<std::size_t>(l) * S + i] = cache.view(l, seq.block_table);
+    table_at[i] = tables.size();
+    tables.insert(tables.end(), seq.block_table.begin(), seq.block_table.end());
   }
   s.staging.clear();
   const std::size_t at_ids = pack(s.staging, batch.token_ids), at_pos = pack(s.staging, positions),
-                    at_rows = pack(s.staging, attn_rows), at_views = pack(s.staging, views),
-                    at_logits = pack(s.staging, batch.logits_indices);
+                    at_rows = pack(s.staging, attn_rows), at_tables = pack(s.staging, tables),
+                    at_views = pack(s.staging, views), at_logits = pack(s.staging, batch.logits_indices);
   auto* step = reinterpret_cast<std::byte*>(s.get(State::STEP, (s.staging.size() + 3) / 4));
+  // A paged view's table is read by the kernels: point it at the uploaded copy, then restage the views.
+  for (int l = 0; l < L; ++l)
+    for (int i = 0; i < S; ++i) {
+      KVView& v = views[static_cast<std::size_t>(l) * S + i];
+      if (v.block_table != nullptr)
+        v.block_table = reinterpret_cast<const std::int32_t*>(step + at_tables) + table_at[static_cast<std::size_t>(i)];
+    }
+  std::memcpy(s.staging.data() + at_views, views.data(), views.size() * sizeof(KVView));
   cuda::copy_to_device(step, s.staging.data(), s.staging.size());
   const auto* ids = reinterpret_cast<const std::int32_t*>(step + at_ids);             // [T]
   const auto* pos = reinterpret_cast<const int*>(step + at_pos);                      // [T]

@@ -4,11 +4,12 @@
  *        path in model/model.cpp, op for op, with cuBLAS for the GEMMs and
  *        the kernels of cuda/ops.h for the rest.
  *
- * Model owns one of these when EngineOptions::backend is CUDA and forwards
- * to it; nothing else in the engine changes. One step:
+ * Model owns one of these, through the ModelBackend interface
+ * (model/backend.h), when EngineOptions::backend is CUDA and forwards to it;
+ * nothing else in the engine changes. One step:
  * @verbatim
- *  host: token ids, positions, each row's (sequence, position), each
- *        (layer, sequence)'s KVView, logits rows   ── one upload ──►  device
+ *  host: token ids, positions, each row's (sequence, position), the block
+ *        tables, each (layer, sequence)'s KVView, logits rows  ── one upload ──►  device
  *  device: embedding → per layer [ rmsnorm → qkv GEMM (+bias) → RoPE on q and k
  *          → KV write → attention_naive → o GEMM → + residual → rmsnorm
  *          → gate/up GEMM → silu·mul → down GEMM → + residual ]
@@ -33,15 +34,16 @@
 #include <memory>
 #include <vector>
 
-#include "kv/kv_cache.h"
-#include "model/batch.h"
 #include "config/model_config.h"
+#include "kv/kv_cache.h"
+#include "model/backend.h"
+#include "model/batch.h"
 #include "model/weights.h"
 
 namespace servelab {
 
 /// The CUDA implementation behind Model (not thread-safe: one set of device buffers).
-class CudaModel {
+class CudaModel final : public ModelBackend {
  public:
   /**
    * @brief Uploads the weights and the RoPE inverse frequencies to the current device.
@@ -51,7 +53,7 @@ class CudaModel {
    *         saying the build has no CUDA.
    */
   CudaModel(const ModelConfig& config, const ModelWeights& weights, const std::vector<float>& inv_freq);
-  ~CudaModel();
+  ~CudaModel() override;
   CudaModel(const CudaModel&) = delete;
   CudaModel& operator=(const CudaModel&) = delete;
 
@@ -62,10 +64,13 @@ class CudaModel {
    * @return [batch.logits_indices.size(), vocab_size] logits, row-major, on the host.
    * @throws Error when @p cache is not in device memory or a CUDA call fails.
    */
-  std::vector<float> forward(const Batch& batch, KVCache& cache);
+  std::vector<float> forward(const Batch& batch, KVCache& cache) override;
 
-  /// A CudaKVCache of @p num_slots slots of @p max_seq_len tokens for this model.
-  std::unique_ptr<KVCache> make_kv_cache(int num_slots, int max_seq_len) const;
+  /// A CudaKVCache of @p num_blocks blocks of @p block_size tokens for this model.
+  std::unique_ptr<KVCache> make_kv_cache(int num_blocks, int block_size) const override;
+
+  /// cudaMemGetInfo: free and total bytes of the current device.
+  std::pair<std::size_t, std::size_t> memory_info() const override;
 
  private:
   struct State;  // device weights, cuBLAS, workspace (cuda_model.cpp)

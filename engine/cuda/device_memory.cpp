@@ -58,6 +58,12 @@ void fill_bytes(void* dst, int byte, std::size_t bytes) {
 
 void synchronize() { CUDA_CHECK(cudaDeviceSynchronize()); }
 
+std::pair<std::size_t, std::size_t> memory_info() {
+  std::size_t free = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return {free, total};
+}
+
 bool poison_requested() {
   const char* env = std::getenv("SERVELAB_CUDA_POISON");
   return env != nullptr && std::strcmp(env, "1") == 0;

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -63,6 +64,9 @@ void synchronize();
  *        result into NaN. The GPU tests turn it on.
  */
 bool poison_requested();
+
+/// cudaMemGetInfo on the current device: [0] free bytes, [1] total bytes.
+std::pair<std::size_t, std::size_t> memory_info();
 
 /// Name and compute capability of the current device, e.g. "NVIDIA H200 (sm_90, 132 SMs, 141 GB)".
 std::string device_name();

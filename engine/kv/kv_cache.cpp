@@ -1,22 +1,100 @@
 #include "kv/kv_cache.h"
 
+#include <cstring>
+#include <limits>
+
 #include "core/error.h"
 
 namespace servelab {
 
-ContiguousKVCache::ContiguousKVCache(const ModelConfig& config, int num_slots, int max_seq_len)
-    : num_slots_(num_slots), max_seq_len_(max_seq_len), kv_dim_(static_cast<std::size_t>(config.kv_dim())) {
-  check(num_slots > 0 && max_seq_len > 0, "KV cache: num_slots and max_seq_len must be positive, got ", num_slots,
-        " and ", max_seq_len);
-  const std::size_t n = static_cast<std::size_t>(config.num_hidden_layers) * num_slots * max_seq_len * kv_dim_;
-  k_.assign(n, 0.0f);
-  v_.assign(n, 0.0f);
+std::size_t kv_cache_bytes_for(const ModelConfig& config, std::int64_t num_blocks, std::int64_t block_size) {
+  const std::int64_t factors[] = {2, config.num_hidden_layers, config.kv_dim(), num_blocks, block_size,
+                                  static_cast<std::int64_t>(sizeof(float))};
+  std::size_t bytes = 1;
+  for (std::int64_t f : factors) {
+    check(f > 0, "KV cache: every size must be positive (layers, kv_dim, blocks, block size)");
+    check(bytes <= std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(f),
+          "KV cache: ", num_blocks, " blocks of ", block_size, " tokens overflow the address range");
+    bytes *= static_cast<std::size_t>(f);
+  }
+  return bytes;
 }
 
-KVView ContiguousKVCache::view(int layer, int slot) {
-  check(slot >= 0 && slot < num_slots_, "KV cache: slot ", slot, " out of range [0, ", num_slots_, ")");
-  const std::size_t offset = (static_cast<std::size_t>(layer) * num_slots_ + slot) * max_seq_len_ * kv_dim_;
-  return KVView{k_.data() + offset, v_.data() + offset, kv_dim_, nullptr, 0};
+KVCache::KVCache(const ModelConfig& config, int num_blocks, int block_size)
+    : num_layers_(config.num_hidden_layers),
+      num_blocks_(num_blocks),
+      block_size_(block_size),
+      kv_dim_(static_cast<std::size_t>(config.kv_dim())) {
+  check(num_blocks > 0, "KV cache: --num-blocks must be positive, got ", num_blocks);
+  check(block_size > 0, "KV cache: --block-size must be positive, got ", block_size);
+  kv_cache_bytes_for(config, num_blocks, block_size);  // throws on overflow before a subclass allocates
 }
+
+void KVCache::check_block(std::int32_t block, const char* what) const {
+  check(block >= 0 && block < num_blocks_, what, ": block ", block, " out of range [0, ", num_blocks_, ")");
+}
+
+KVView KVCache::view(int layer, std::span<const std::int32_t> block_table) {
+  check(layer >= 0 && layer < num_layers_, "KV cache: layer ", layer, " out of range [0, ", num_layers_, ")");
+  check(!block_table.empty(), "KV cache: a sequence needs at least one block");
+  for (std::int32_t b : block_table) check_block(b, "KV cache");
+  if (block_table.size() == 1) {  // contiguous: the sequence's rows start at its one block
+    const std::size_t at = static_cast<std::size_t>(block_table[0]) * block_size_ * kv_dim_;
+    return KVView{key_blocks(layer) + at, value_blocks(layer) + at, kv_dim_, nullptr, 0};
+  }
+  return KVView{key_blocks(layer), value_blocks(layer), kv_dim_, block_table.data(), block_size_};
+}
+
+void KVCache::export_blocks(std::span<const std::int32_t> block_ids, std::span<std::byte> out) {
+  check(out.size() == block_ids.size() * bytes_per_block(), "KV export: ", block_ids.size(), " blocks need ",
+        block_ids.size() * bytes_per_block(), " bytes, the buffer has ", out.size());
+  const std::size_t half = bytes_per_block() / (2 * num_layers_);  // one layer's K (or V) rows of a block
+  std::byte* dst = out.data();
+  for (std::int32_t b : block_ids) {
+    check_block(b, "KV export");
+    const std::size_t at = static_cast<std::size_t>(b) * block_size_ * kv_dim_;
+    for (int l = 0; l < num_layers_; ++l) {
+      copy_out(dst, key_blocks(l) + at, half);
+      copy_out(dst + half, value_blocks(l) + at, half);
+      dst += 2 * half;
+    }
+  }
+}
+
+void KVCache::import_blocks(std::span<const std::int32_t> block_ids, std::span<const std::byte> in) {
+  check(in.size() == block_ids.size() * bytes_per_block(), "KV import: ", block_ids.size(), " blocks of ",
+        bytes_per_block(), " bytes expected, got ", in.size(),
+        " bytes (was it exported from a cache with another model shape or block size?)");
+  const std::size_t half = bytes_per_block() / (2 * num_layers_);
+  const std::byte* src = in.data();
+  for (std::int32_t b : block_ids) {
+    check_block(b, "KV import");
+    const std::size_t at = static_cast<std::size_t>(b) * block_size_ * kv_dim_;
+    for (int l = 0; l < num_layers_; ++l) {
+      copy_in(key_blocks(l) + at, src, half);
+      copy_in(value_blocks(l) + at, src + half, half);
+      src += 2 * half;
+    }
+  }
+}
+
+HostKVCache::HostKVCache(const ModelConfig& config, int num_blocks, int block_size)
+    : KVCache(config, num_blocks, block_size) {
+  const std::size_t floats = bytes_allocated() / 2 / sizeof(float);
+  k_.assign(floats, 0.0f);
+  v_.assign(floats, 0.0f);
+}
+
+float* HostKVCache::key_blocks(int layer) {
+  return k_.data() + static_cast<std::size_t>(layer) * num_blocks() * block_size() * kv_dim();
+}
+
+float* HostKVCache::value_blocks(int layer) {
+  return v_.data() + static_cast<std::size_t>(layer) * num_blocks() * block_size() * kv_dim();
+}
+
+void HostKVCache::copy_out(std::byte* dst, const float* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+
+void HostKVCache::copy_in(float* dst, const std::byte* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
 
 }  // namespace servelab

@@ -5,7 +5,7 @@
  *        batches are all one Model::forward() call with different slices.
  * @verbatim
  *  token_ids:  | seq A: 5 prompt tokens | seq B: 1 decode token | seq C: 3 ... |
- *  seqs:       {slot 0, computed 0, new 5} {slot 1, computed 41, new 1} ...
+ *  seqs:       {blocks [0], computed 0, new 5} {blocks [3, 7, 1], computed 41, new 1} ...
  *  positions:  0 1 2 3 4                    41                     ...
  * @endverbatim
  */
@@ -14,13 +14,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace servelab {
 
 /// One sequence's share of a batch.
 struct SequenceChunk {
-  int kv_slot = 0;              ///< which KV cache slot holds this sequence
+  /// Physical KV blocks of the sequence, logical block order; must cover num_computed + num_new tokens.
+  std::vector<std::int32_t> block_table;
   int num_computed_tokens = 0;  ///< tokens already in the cache; the first new token has this position
   int num_new_tokens = 0;       ///< tokens of this sequence in Batch::token_ids
 };
@@ -36,18 +38,18 @@ struct Batch {
 
   /**
    * @brief Appends one sequence's new tokens.
-   * @param kv_slot cache slot of the sequence.
+   * @param block_table the sequence's KV blocks (one block = contiguous).
    * @param num_computed_tokens tokens of it already in the cache.
    * @param tokens its new tokens.
    * @param logits which of them need logits (Last for sampling, All for scoring a prompt).
    */
-  void add(int kv_slot, int num_computed_tokens, std::span<const std::int32_t> tokens,
+  void add(std::vector<std::int32_t> block_table, int num_computed_tokens, std::span<const std::int32_t> tokens,
            LogitsFor logits = LogitsFor::Last) {
     const auto first = static_cast<std::int32_t>(token_ids.size());
     const auto n = static_cast<std::int32_t>(tokens.size());
     token_ids.resize(token_ids.size() + tokens.size());
     std::copy(tokens.begin(), tokens.end(), token_ids.begin() + first);
-    seqs.push_back({kv_slot, num_computed_tokens, n});
+    seqs.push_back({std::move(block_table), num_computed_tokens, n});
     if (logits == LogitsFor::All)
       for (std::int32_t i = 0; i < n; ++i) logits_indices.push_back(first + i);
     else if (logits == LogitsFor::Last && n > 0)

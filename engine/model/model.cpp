@@ -4,10 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "cuda/cuda_kv_cache.h"
-#include "cuda/cuda_model.h"
 #include "kernels/attention.h"
-#include "cuda/device_probe.h"
 #include "kernels/embedding.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
@@ -30,15 +27,12 @@ DType parse_weight_dtype(const std::string& text, const std::string& what) {
 
 Model::Model(ModelConfig config, ModelWeights weights, const EngineOptions& options)
     : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
-  if (options_.backend == Backend::CUDA)
-    check(cuda_device_count() > 0, "--backend cuda: no usable CUDA device (", cuda_device_summary(),
-          "); use --backend cpu");
   pool_ = std::make_unique<ThreadPool>(options_.num_threads);
   ctx_ = KernelContext{pool_.get(), options_.deterministic};
   inv_freq_ = rope_inv_freq(config_);
   if (options_.backend == Backend::CUDA) {
     // The GPU stacks q/k/v and gate/up in device memory itself; no host copy of the weights is needed.
-    cuda_ = std::make_unique<CudaModel>(config_, weights_, inv_freq_);
+    device_ = make_cuda_backend(config_, weights_, inv_freq_);
     return;
   }
   // Stack q/k/v and gate/up so each sublayer input is multiplied once (one
@@ -61,9 +55,21 @@ Model::Model(ModelConfig config, ModelWeights weights, const EngineOptions& opti
 
 Model::~Model() = default;
 
-std::unique_ptr<KVCache> Model::make_kv_cache(int num_slots, int max_seq_len) const {
-  if (cuda_) return cuda_->make_kv_cache(num_slots, max_seq_len);
-  return std::make_unique<ContiguousKVCache>(config_, num_slots, max_seq_len);
+std::unique_ptr<KVCache> Model::make_kv_cache(int num_blocks, int block_size) const {
+  if (device_) return device_->make_kv_cache(num_blocks, block_size);
+  return std::make_unique<HostKVCache>(config_, num_blocks, block_size);
+}
+
+std::size_t Model::device_kv_memory(double gpu_memory_utilization) const {
+  check(device_ != nullptr, "--gpu-memory-utilization applies to --backend cuda; on the CPU give --kv-cache-memory");
+  check(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0,
+        "--gpu-memory-utilization must be in (0, 1], got ", gpu_memory_utilization);
+  const auto [free, total] = device_->memory_info();
+  const double in_use = static_cast<double>(total - free);
+  const double budget = gpu_memory_utilization * static_cast<double>(total) - in_use;
+  check(budget > 0, "--gpu-memory-utilization ", gpu_memory_utilization, " leaves no memory for the KV cache (",
+        in_use / 1e9, " GB of ", static_cast<double>(total) / 1e9, " GB already in use)");
+  return static_cast<std::size_t>(budget);
 }
 
 float* Model::Workspace::get(Buffer which, std::size_t floats) {
@@ -88,19 +94,20 @@ std::unique_ptr<Model> Model::from_preset(const std::string& name, std::uint64_t
 
 void Model::check_batch(const Batch& batch, const KVCache& cache) const {
   // A host cache's rows cannot be read by a kernel, nor a device cache's by the CPU.
-  check(is_device_kv_cache(cache) == (cuda_ != nullptr), "the KV cache is in ",
-        is_device_kv_cache(cache) ? "device" : "host", " memory but the model runs on --backend ",
-        cuda_ ? "cuda" : "cpu", "; make the cache with Model::make_kv_cache()");
+  check(cache.on_device() == (device_ != nullptr), "the KV cache is in ", cache.on_device() ? "device" : "host",
+        " memory but the model runs on --backend ", device_ ? "cuda" : "cpu",
+        "; make the cache with Model::make_kv_cache()");
   int rows = 0;
   for (const auto& s : batch.seqs) {
-    check(s.kv_slot >= 0 && s.kv_slot < cache.num_slots(), "batch: kv_slot ", s.kv_slot, " out of range [0, ",
-          cache.num_slots(), ")");
     check(s.num_new_tokens > 0 && s.num_computed_tokens >= 0, "batch: a sequence needs at least one new token");
     const int end = s.num_computed_tokens + s.num_new_tokens;
     check(end <= config_.max_position_embeddings, "sequence of ", end, " tokens exceeds max_position_embeddings (",
           config_.max_position_embeddings, ") of model ", config_.name);
-    check(end <= cache.capacity(s.kv_slot), "KV cache slot ", s.kv_slot, " holds ", cache.capacity(s.kv_slot),
-          " tokens but the sequence needs ", end);
+    const long capacity = static_cast<long>(s.block_table.size()) * cache.block_size();
+    check(end <= capacity, "batch: a block table of ", s.block_table.size(), " blocks of ", cache.block_size(),
+          " tokens holds ", capacity, " tokens but the sequence needs ", end);
+    for (std::int32_t b : s.block_table)
+      check(b >= 0 && b < cache.num_blocks(), "batch: block ", b, " out of range [0, ", cache.num_blocks(), ")");
     rows += s.num_new_tokens;
   }
   check(rows == batch.num_tokens(), "batch: sequences cover ", rows, " tokens but token_ids has ", batch.num_tokens());
@@ -120,7 +127,7 @@ Work gemm_count(int M, const Tensor& w) { return gemm_work(M, w.shape[0], w.shap
 
 std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
   check_batch(batch, cache);
-  if (cuda_) return cuda_->forward(batch, cache);  // the same step on the GPU (engine/cuda/cuda_model.h)
+  if (device_) return device_->forward(batch, cache);  // the same step on the GPU (engine/cuda/cuda_model.h)
   const ModelConfig& c = config_;
   const int T = batch.num_tokens(), H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size;
   const auto eps = static_cast<float>(c.rms_norm_eps);
@@ -181,7 +188,7 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
       return Work{3.0 * T * (Q + KV), 0, double(T) * (Q + KV) * fb, double(T) * (Q + KV) * fb, 0, 0};
     });
     for (std::size_t i = 0; i < seqs.size(); ++i) {
-      seqs[i].kv = cache.view(l, batch.seqs[i].kv_slot);
+      seqs[i].kv = cache.view(l, batch.seqs[i].block_table);
       for (int j = 0; j < seqs[i].num_new_tokens; ++j) {
         const std::size_t r = static_cast<std::size_t>(seqs[i].first_row + j) * KV;
         std::memcpy(seqs[i].kv.key(seqs[i].num_computed_tokens + j), k + r, sizeof(float) * KV);

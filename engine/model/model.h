@@ -23,15 +23,14 @@
 
 #include "core/thread_pool.h"
 #include "kernels/context.h"
-#include "kv/kv_cache.h"
-#include "model/batch.h"
 #include "config/model_config.h"
+#include "kv/kv_cache.h"
+#include "model/backend.h"
+#include "model/batch.h"
 #include "model/weights.h"
 #include "perf/counter.h"
 
 namespace servelab {
-
-class CudaModel;
 
 /// Where the model's ops run.
 enum class Backend { CPU, CUDA };
@@ -60,7 +59,7 @@ class Model {
  public:
   /**
    * @brief Takes ownership of @p weights; with Backend::CUDA, also uploads
-   *        them once to the GPU (engine/cuda/cuda_model.h runs the steps there).
+   *        them once to the GPU (a ModelBackend, engine/cuda/cuda_model.h, runs the steps there).
    * @throws Error when the options ask for the CUDA backend and this build or
    *         machine has no CUDA device (the message says which), or the
    *         upload fails.
@@ -92,21 +91,33 @@ class Model {
    *
    * Writes the new tokens' K/V into @p cache at positions
    * num_computed_tokens .. num_computed_tokens + num_new_tokens - 1 of each
-   * sequence's slot, and attends over everything in the slot up to each token.
+   * sequence (through its block table), and attends over everything the
+   * sequence has up to each token.
    * @return [batch.logits_indices.size(), vocab_size] logits, row-major.
    * @throws Error when a token id is outside the vocabulary, a position
-   *         reaches max_position_embeddings, or a slot is too small.
+   *         reaches max_position_embeddings, or a block table is too short
+   *         or names a block outside the cache.
    */
   std::vector<float> forward(const Batch& batch, KVCache& cache);
 
   /**
-   * @brief A KV cache of @p num_slots slots of @p max_seq_len tokens in the
-   *        memory this model's backend reads: a ContiguousKVCache on the CPU,
-   *        a CudaKVCache (device memory) on CUDA. forward() accepts only a
-   *        cache of its own kind.
+   * @brief KV storage of @p num_blocks blocks of @p block_size tokens in the
+   *        memory this model's backend reads: a HostKVCache on the CPU, a
+   *        CudaKVCache (device memory) on CUDA. forward() accepts only a cache
+   *        of its own kind. The contiguous cache of labs 01-03 is
+   *        make_kv_cache(num_sequences, longest_sequence).
    * @throws Error when a size is not positive.
    */
-  std::unique_ptr<KVCache> make_kv_cache(int num_slots, int max_seq_len) const;
+  std::unique_ptr<KVCache> make_kv_cache(int num_blocks, int block_size) const;
+
+  /**
+   * @brief Bytes of KV storage the backend can give: on CUDA, @p
+   *        gpu_memory_utilization of the device's memory minus what is in use
+   *        now (the weights), as vLLM's --gpu-memory-utilization.
+   * @throws Error on the CPU backend (whose budget is --kv-cache-memory) or
+   *         when @p gpu_memory_utilization is outside (0, 1].
+   */
+  std::size_t device_kv_memory(double gpu_memory_utilization) const;
 
  private:
   void check_batch(const Batch& batch, const KVCache& cache) const;
@@ -139,7 +150,7 @@ class Model {
   std::vector<FusedLayer> fused_;
   Workspace ws_;
   WorkCounter counter_;
-  std::unique_ptr<CudaModel> cuda_;  // set when the backend is CUDA: forward() runs there
+  std::unique_ptr<ModelBackend> device_;  // set when the backend is CUDA: forward() runs there
 };
 
 }  // namespace servelab

@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <numeric>
-#include <memory>
 
-#include "core/error.h"
-#include "core/timer.h"
+#include "serve/engine.h"
+#include "serve/metrics.h"
 
 namespace servelab {
 
@@ -22,45 +21,33 @@ double GenerateResult::decode_tokens_per_second() const { return tpot() > 0 ? 1.
 
 GenerateResult generate(Model& model, std::span<const std::int32_t> prompt, const GenerateOptions& options,
                         const std::function<void(std::int32_t)>& on_token) {
-  const ModelConfig& c = model.config();
-  check(!prompt.empty(), "prompt is empty (expected at least one token)");
-  check(options.max_new_tokens >= 1, "--max-new-tokens must be >= 1, got ", options.max_new_tokens);
+  // One request through the serving loop: one-at-a-time scheduling, a budget
+  // that fits any prompt, and a single KV block as long as the whole request
+  // (the contiguous cache). The engine checks the request itself.
+  const int context = model.config().max_position_embeddings;
   const long total = static_cast<long>(prompt.size()) + options.max_new_tokens;
-  check(total <= c.max_position_embeddings, "prompt (", prompt.size(), " tokens) + --max-new-tokens (",
-        options.max_new_tokens, ") = ", total, " exceeds max_position_embeddings (", c.max_position_embeddings,
-        ") of model ", c.name);
-  for (std::int32_t id : prompt)
-    check(id >= 0 && id < c.vocab_size, "prompt token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")");
+  EngineConfig config;
+  config.scheduler = {SchedulingPolicy::ONE_AT_A_TIME, 1, context};
+  config.block_size = static_cast<int>(std::clamp(total, 1L, static_cast<long>(context)));
+  config.kv_cache_memory = kv_cache_bytes_for(model.config(), 1, config.block_size);
+  config.enable_kv_cache = options.use_kv_cache;
+  Engine engine(model, config);
+  const int id = engine.add_request(prompt, options.sampling, options.max_new_tokens, options.stop_token_ids, 0.0);
 
-  Sampler sampler(options.sampling);
   GenerateResult result;
   result.prompt_tokens = static_cast<int>(prompt.size());
-  std::vector<std::int32_t> sequence(prompt.begin(), prompt.end());
-  std::unique_ptr<KVCache> cache;
-  if (options.use_kv_cache) cache = model.make_kv_cache(1, static_cast<int>(total));
-
-  for (int step = 0; step < options.max_new_tokens; ++step) {
-    const double start = now_seconds();
-    Batch batch;
-    if (options.use_kv_cache) {
-      // Prefill feeds the prompt; each decode step feeds only the newest token.
-      const int computed = step == 0 ? 0 : static_cast<int>(sequence.size()) - 1;
-      batch.add(0, computed, std::span(sequence).subspan(computed));
-    } else {
-      // use_cache=False: a fresh cache each step, filled by recomputing every token.
-      cache = model.make_kv_cache(1, static_cast<int>(sequence.size()));
-      batch.add(0, 0, sequence);
+  while (engine.has_unfinished_requests()) {
+    for (const RequestOutput& out : engine.step()) {
+      result.step_tokens.push_back(engine.last_step().num_scheduled_tokens);
+      if (on_token) on_token(out.token);
     }
-    const std::vector<float> logits = model.forward(batch, *cache);
-    const std::int32_t next = sampler.sample(logits);
-    result.step_seconds.push_back(now_seconds() - start);
-    result.step_tokens.push_back(batch.num_tokens());
-    result.output_ids.push_back(next);
-    sequence.push_back(next);
-    if (on_token) on_token(next);
-    if (std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), next) != options.stop_token_ids.end())
-      break;
   }
+  const Request& r = engine.request(id);
+  result.output_ids.assign(r.output_token_ids().begin(), r.output_token_ids().end());
+  // Step i's time: from the previous token (the request's arrival for the first) to token i.
+  const RequestMetrics m = RequestMetrics::from(r.times);
+  result.step_seconds.push_back(m.ttft);
+  result.step_seconds.insert(result.step_seconds.end(), m.itl.begin(), m.itl.end());
   return result;
 }
 

@@ -2,6 +2,7 @@
  * @file generate.h
  * @brief Autoregressive generation for one request: a prefill step over the
  *        prompt, then one decode step per new token, with per-step timings.
+ *        A thin wrapper over one request in the serving loop (serve/engine.h).
  *
  * With the KV cache off (Hugging Face's `use_cache=False`) every step feeds
  * the whole sequence so far into a fresh cache, recomputing every earlier
@@ -30,7 +31,7 @@ struct GenerateOptions {
 /// Generated tokens and timings, all times in seconds.
 struct GenerateResult {
   std::vector<std::int32_t> output_ids;  ///< new tokens only
-  std::vector<double> step_seconds;      ///< one per new token; [0] is the prefill step (TTFT)
+  std::vector<double> step_seconds;      ///< one per new token: [0] is TTFT, then each ITL (serve/metrics.h)
   std::vector<int> step_tokens;          ///< tokens fed to the model in each step
   int prompt_tokens = 0;                 ///< prompt length
 

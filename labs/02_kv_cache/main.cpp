@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
       for (const char* kind : {"MHA", "GQA", "MQA"})
         for (auto [L, B] : {std::pair{128, 1}, {o.quick ? 256 : 1024, 4}}) {
           const ModelConfig v = variant(name, kind);
-          const ContiguousKVCache cache(v, B, L);
+          const HostKVCache cache(v, B, L);  // contiguous: B sequences, one block of L tokens each
           const auto formula = kv_cache_bytes(v, L, B, DType::F32);
           check(formula == cache.bytes_allocated(), "lab 02: KV formula gives ", formula, " bytes for ", name, " ",
                 kind, " but the cache allocated ", cache.bytes_allocated());

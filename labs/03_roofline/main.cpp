@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
         for (std::size_t s = 0; s < shapes.size(); ++s) {
           std::vector<std::int32_t> ids(static_cast<std::size_t>(shapes[s].fresh));
           for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>((i * 7 + s) % c.vocab_size);
-          batch.add(static_cast<int>(s), static_cast<int>(shapes[s].cached), ids);
+          batch.add({static_cast<std::int32_t>(s)}, static_cast<int>(shapes[s].cached), ids);
         }
         return batch;
       };

@@ -9,7 +9,6 @@
 #include <span>
 
 #include "core/error.h"
-#include "cuda/cuda_kv_cache.h"
 #include "gpu_test_util.h"
 #include "model/model.h"
 #include "model/sampler.h"
@@ -47,7 +46,7 @@ std::vector<std::int32_t> prompt_for(const std::string& name, int vocab) {
 std::vector<float> score_all(Model& model, const std::vector<std::int32_t>& tokens) {
   auto cache = model.make_kv_cache(1, static_cast<int>(tokens.size()));
   Batch batch;
-  batch.add(0, 0, tokens, LogitsFor::All);
+  batch.add({0}, 0, tokens, LogitsFor::All);
   return model.forward(batch, *cache);
 }
 
@@ -117,43 +116,54 @@ TEST_CASE("a ragged batch (prefill, decode, prefill chunk) in one GPU step match
     Model& model = **models[m];
     auto cache = model.make_kv_cache(3, 64);
     Batch first;
-    first.add(1, 0, std::span(b).first(8), LogitsFor::None);
-    first.add(2, 0, std::span(c).first(5), LogitsFor::None);
+    first.add({1}, 0, std::span(b).first(8), LogitsFor::None);
+    first.add({2}, 0, std::span(c).first(5), LogitsFor::None);
     model.forward(first, *cache);
     Batch mixed;
-    mixed.add(0, 0, a, LogitsFor::All);
-    mixed.add(1, 8, std::span(b).subspan(8), LogitsFor::All);
-    mixed.add(2, 5, std::span(c).subspan(5), LogitsFor::All);
+    mixed.add({0}, 0, a, LogitsFor::All);
+    mixed.add({1}, 8, std::span(b).subspan(8), LogitsFor::All);
+    mixed.add({2}, 5, std::span(c).subspan(5), LogitsFor::All);
     results[m] = model.forward(mixed, *cache);
   }
   REQUIRE(results[1].size() == static_cast<std::size_t>(38) * vocab);
   CHECK(all_close(results[1], widen(results[0]), kModelF32Atol, kModelF32Rtol));
 }
 
-TEST_CASE("the device KV cache holds the CPU's K and V after a prefill, NaN beyond it", "[gpu][model]") {
+TEST_CASE("the device KV cache holds the CPU's K and V after a paged prefill, NaN beyond it", "[gpu][model]") {
   auto cpu = make_model("tiny-llama", Backend::CPU, DType::F32);
   auto gpu = make_model("tiny-llama", Backend::CUDA, DType::F32);
   const ModelConfig& c = cpu->config();
   const auto prompt = prompt_for("tiny-llama", c.vocab_size);
-  const int n = static_cast<int>(prompt.size()), KV = c.kv_dim();
-  ContiguousKVCache host(c, 1, n + 4);
-  auto device = gpu->make_kv_cache(1, n + 4);
+  const int n = static_cast<int>(prompt.size()), KV = c.kv_dim(), bs = 4;
+  const int blocks = (n + bs - 1) / bs + 1;  // one spare block past the prompt
+  std::vector<std::int32_t> table;           // physical blocks in reverse: the table, not adjacency, orders them
+  for (int b = blocks - 1; b >= 0; --b) table.push_back(b);
+  auto host = cpu->make_kv_cache(blocks, bs), device = gpu->make_kv_cache(blocks, bs);
   Batch batch;
-  batch.add(0, 0, prompt);
-  cpu->forward(batch, host);
+  batch.add(table, 0, prompt);
+  cpu->forward(batch, *host);
   gpu->forward(batch, *device);
-  auto& dev = dynamic_cast<CudaKVCache&>(*device);
-  for (int l = 0; l < c.num_hidden_layers; ++l) {
-    std::vector<float> k(static_cast<std::size_t>(n + 1) * KV), v(k.size());
-    dev.copy_to_host(l, 0, n + 1, k.data(), v.data());
-    const KVView view = host.view(l, 0);
-    const std::vector<float> want_k(view.k, view.k + static_cast<std::size_t>(n) * KV),
-        want_v(view.v, view.v + static_cast<std::size_t>(n) * KV);
-    INFO("layer " << l);
-    CHECK(all_close(std::vector<float>(k.begin(), k.begin() + n * KV), widen(want_k), kModelF32Atol, kModelF32Rtol));
-    CHECK(all_close(std::vector<float>(v.begin(), v.begin() + n * KV), widen(want_v), kModelF32Atol, kModelF32Rtol));
-    CHECK(std::all_of(k.begin() + n * KV, k.end(), [](float x) { return std::isnan(x); }));  // poisoned, unwritten
-  }
+  std::vector<std::byte> host_bytes(table.size() * host->bytes_per_block()), device_bytes(host_bytes.size());
+  host->export_blocks(table, host_bytes);
+  device->export_blocks(table, device_bytes);
+  const auto* h = reinterpret_cast<const float*>(host_bytes.data());
+  const auto* d = reinterpret_cast<const float*>(device_bytes.data());
+  // Export order: block (table order) → layer → K rows then V rows; logical token t is table slot t / bs, row t % bs.
+  std::vector<float> want, got, unwritten;
+  for (int t = 0; t < blocks * bs; ++t)
+    for (int l = 0; l < c.num_hidden_layers; ++l)
+      for (int kv = 0; kv < 2; ++kv) {
+        const std::size_t at = ((static_cast<std::size_t>(t / bs) * c.num_hidden_layers + l) * 2 + kv) * bs * KV +
+                               static_cast<std::size_t>(t % bs) * KV;
+        if (t < n) {
+          want.insert(want.end(), h + at, h + at + KV);
+          got.insert(got.end(), d + at, d + at + KV);
+        } else {
+          unwritten.insert(unwritten.end(), d + at, d + at + KV);
+        }
+      }
+  CHECK(all_close(got, widen(want), kModelF32Atol, kModelF32Rtol));
+  CHECK(std::all_of(unwritten.begin(), unwritten.end(), [](float x) { return std::isnan(x); }));  // poisoned
 }
 
 TEST_CASE("bf16: logits within the stated bound of the CPU's bf16 path, greedy picks agree where margins are wide",
@@ -206,7 +216,7 @@ TEST_CASE("a model refuses a KV cache in the other backend's memory", "[gpu][mod
   auto host_cache = cpu->make_kv_cache(1, 8), device_cache = gpu->make_kv_cache(1, 8);
   Batch batch;
   const std::vector<std::int32_t> ids = {1, 2, 3};
-  batch.add(0, 0, ids);
+  batch.add({0}, 0, ids);
   REQUIRE_ERROR_MENTIONS(gpu->forward(batch, *host_cache), "KV cache is in host memory", "--backend cuda",
                          "make_kv_cache");
   REQUIRE_ERROR_MENTIONS(cpu->forward(batch, *device_cache), "KV cache is in device memory", "--backend cpu");

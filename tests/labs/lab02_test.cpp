@@ -39,7 +39,7 @@ TEST_CASE("KV bytes: the formula equals what the cache allocates (MHA, GQA, MQA)
       if (kv == 1) c.num_key_value_heads = 1;
       if (kv == -1) c.num_key_value_heads = c.num_attention_heads;
       for (auto [L, B] : {std::pair{1, 1}, {77, 3}, {512, 8}}) {
-        const ContiguousKVCache cache(c, B, L);
+        const HostKVCache cache(c, B, L);
         CHECK(cache.bytes_allocated() == kv_cache_bytes(c, L, B, DType::F32));
         CHECK(kv_cache_bytes(c, L, B, DType::BF16) * 2 == kv_cache_bytes(c, L, B, DType::F32));
       }

@@ -34,17 +34,17 @@ TEST_CASE("the engine's op counters equal the closed form - ragged batches - bia
         options.weight_dtype = dtype;
         auto model = Model::from_preset(name, 1, options);
         const ModelConfig& c = model->config();
-        ContiguousKVCache cache(c, 3, 64);
+        HostKVCache cache(c, 3, 64);
         // Fill slot 1 with 20 tokens and slot 2 with 5 first, counting nothing.
         Batch warm;
-        warm.add(1, 0, std::vector<std::int32_t>(20, 3));
-        warm.add(2, 0, std::vector<std::int32_t>(5, 4));
+        warm.add({1}, 0, std::vector<std::int32_t>(20, 3));
+        warm.add({2}, 0, std::vector<std::int32_t>(5, 4));
         model->forward(warm, cache);
         // A mixed step: a 7-token prefill, a decode after 20 cached, a 3-token chunk after 5 cached.
         Batch step;
-        step.add(0, 0, std::vector<std::int32_t>{1, 2, 3, 4, 5, 6, 7});
-        step.add(1, 20, std::vector<std::int32_t>{8});
-        step.add(2, 5, std::vector<std::int32_t>{9, 10, 11}, LogitsFor::All);
+        step.add({0}, 0, std::vector<std::int32_t>{1, 2, 3, 4, 5, 6, 7});
+        step.add({1}, 20, std::vector<std::int32_t>{8});
+        step.add({2}, 5, std::vector<std::int32_t>{9, 10, 11}, LogitsFor::All);
         model->work_counter().enable(true);
         model->forward(step, cache);
         const Work counted = model->work_counter().total();

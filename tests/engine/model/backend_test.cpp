@@ -19,8 +19,11 @@ TEST_CASE("asking for --backend cuda without a device says so and names the flag
 TEST_CASE("the CPU model makes host caches of the size asked for", "[backend]") {
   auto model = Model::from_preset("tiny", 0, EngineOptions{});
   const auto cache = model->make_kv_cache(3, 10);
-  REQUIRE(dynamic_cast<ContiguousKVCache*>(cache.get()) != nullptr);
-  CHECK(cache->num_slots() == 3);
-  CHECK(cache->capacity(0) == 10);
-  REQUIRE_ERROR_MENTIONS(model->make_kv_cache(0, 10), "num_slots and max_seq_len must be positive");
+  REQUIRE(dynamic_cast<HostKVCache*>(cache.get()) != nullptr);
+  CHECK_FALSE(cache->on_device());
+  CHECK(cache->num_blocks() == 3);
+  CHECK(cache->block_size() == 10);
+  REQUIRE_ERROR_MENTIONS(model->make_kv_cache(0, 10), "--num-blocks must be positive");
+  REQUIRE_ERROR_MENTIONS(model->make_kv_cache(3, -1), "--block-size must be positive");
+  REQUIRE_ERROR_MENTIONS(model->device_kv_memory(0.9), "--gpu-memory-utilization", "--kv-cache-memory");
 }

@@ -27,9 +27,9 @@ TEST_CASE("logits match transformers on every fixture prompt", "[parity]") {
         const auto ref = test::load_reference(name);
         for (std::size_t p = 0; p < ref["prompts"].size(); ++p) {
           const auto prompt = ids_of(ref["prompts"][p]);
-          ContiguousKVCache cache(model->config(), 1, static_cast<int>(prompt.size()));
+          HostKVCache cache(model->config(), 1, static_cast<int>(prompt.size()));
           Batch batch;
-          batch.add(0, 0, prompt, LogitsFor::All);
+          batch.add({0}, 0, prompt, LogitsFor::All);
           const std::vector<float> logits = model->forward(batch, cache);
           std::vector<double> expected;
           for (const auto& row : ref["logits"][p])
@@ -73,15 +73,15 @@ TEST_CASE("deterministic mode: KV cache on and off give bit-identical logits", "
       const auto prompt = ids_of(test::load_reference(name)["prompts"][2]);
       const int new_tokens = 12, total = static_cast<int>(prompt.size()) + new_tokens;
       std::vector<std::int32_t> seq = prompt;
-      ContiguousKVCache cached(model->config(), 1, total);
+      HostKVCache cached(model->config(), 1, total);
       for (int step = 0; step < new_tokens; ++step) {
         const int computed = step == 0 ? 0 : static_cast<int>(seq.size()) - 1;
         Batch incremental;
-        incremental.add(0, computed, std::span(seq).subspan(computed));
+        incremental.add({0}, computed, std::span(seq).subspan(computed));
         const auto with_cache = model->forward(incremental, cached);
-        ContiguousKVCache fresh(model->config(), 1, static_cast<int>(seq.size()));
+        HostKVCache fresh(model->config(), 1, static_cast<int>(seq.size()));
         Batch full;
-        full.add(0, 0, seq);
+        full.add({0}, 0, seq);
         const auto without_cache = model->forward(full, fresh);
         INFO("step " << step);
         REQUIRE(with_cache == without_cache);
@@ -103,9 +103,9 @@ TEST_CASE("bf16 weights: a bf16 checkpoint runs in bf16 with no copy and no chan
   const auto ref = test::load_reference("qwen2-tiny-bf16");
   for (std::size_t p = 0; p < ref["prompts"].size(); ++p) {
     const auto prompt = ids_of(ref["prompts"][p]);
-    ContiguousKVCache cache(model->config(), 1, static_cast<int>(prompt.size()));
+    HostKVCache cache(model->config(), 1, static_cast<int>(prompt.size()));
     Batch batch;
-    batch.add(0, 0, prompt, LogitsFor::All);
+    batch.add({0}, 0, prompt, LogitsFor::All);
     std::vector<double> expected;
     for (const auto& row : ref["logits"][p])
       for (const auto& v : row) expected.push_back(v.get<double>());
@@ -129,9 +129,9 @@ TEST_CASE("bf16 weights stay within the stated tolerance of the f32 path", "[par
       auto model = Model::from_pretrained(test::fixtures_dir() / name, options);
       const auto ref = test::load_reference(name);
       const auto prompt = ids_of(ref["prompts"][2]);
-      ContiguousKVCache cache(model->config(), 1, static_cast<int>(prompt.size()));
+      HostKVCache cache(model->config(), 1, static_cast<int>(prompt.size()));
       Batch batch;
-      batch.add(0, 0, prompt, LogitsFor::All);
+      batch.add({0}, 0, prompt, LogitsFor::All);
       std::vector<double> expected;
       for (const auto& row : ref["logits"][2])
         for (const auto& v : row) expected.push_back(v.get<double>());

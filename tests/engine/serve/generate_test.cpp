@@ -45,16 +45,16 @@ TEST_CASE("a ragged batch gives each sequence exactly the logits it gets alone",
   auto model = synthetic_model("tiny", 0, true);
   const std::vector<std::int32_t> a = {1, 2, 3, 4, 5}, b = {9, 8, 7};
   auto alone = [&](const std::vector<std::int32_t>& tokens) {
-    ContiguousKVCache cache(model->config(), 1, 16);
+    HostKVCache cache(model->config(), 1, 16);
     Batch batch;
-    batch.add(0, 0, tokens);
+    batch.add({0}, 0, tokens);
     return model->forward(batch, cache);
   };
   // One batch mixing a 5-token prefill (slot 0) and a 3-token prefill (slot 1).
-  ContiguousKVCache cache(model->config(), 2, 16);
+  HostKVCache cache(model->config(), 2, 16);
   Batch mixed;
-  mixed.add(0, 0, a);
-  mixed.add(1, 0, b);
+  mixed.add({0}, 0, a);
+  mixed.add({1}, 0, b);
   const auto both = model->forward(mixed, cache);
   const int V = model->config().vocab_size;
   CHECK(std::vector<float>(both.begin(), both.begin() + V) == alone(a));
@@ -62,8 +62,8 @@ TEST_CASE("a ragged batch gives each sequence exactly the logits it gets alone",
   // Then a decode step for slot 1 alongside a 1-token chunk for slot 0, in one call.
   Batch step;
   const std::int32_t next_a = 42, next_b = 43;
-  step.add(1, 3, std::span(&next_b, 1));
-  step.add(0, 5, std::span(&next_a, 1));
+  step.add({1}, 3, std::span(&next_b, 1));
+  step.add({0}, 5, std::span(&next_a, 1));
   const auto out = model->forward(step, cache);
   auto b2 = b;
   b2.push_back(next_b);
@@ -103,11 +103,11 @@ TEST_CASE("bad requests are refused before any step runs", "[generate][bad-input
 
 TEST_CASE("forward refuses a batch that does not fit its cache", "[generate][bad-input]") {
   auto model = synthetic_model("tiny", 0, false);
-  ContiguousKVCache cache(model->config(), 1, 4);
+  HostKVCache cache(model->config(), 2, 4);
   Batch batch;
-  batch.add(0, 0, kPrompt);
+  batch.add({0}, 0, kPrompt);
   REQUIRE_ERROR_MENTIONS(model->forward(batch, cache), "holds 4 tokens", "needs 7");
-  Batch other_slot;
-  other_slot.add(1, 0, std::span(kPrompt).first(2));
-  REQUIRE_ERROR_MENTIONS(model->forward(other_slot, cache), "kv_slot 1");
+  Batch other_block;
+  other_block.add({0, 2}, 0, kPrompt);
+  REQUIRE_ERROR_MENTIONS(model->forward(other_block, cache), "block 2 out of range [0, 2)");
 }

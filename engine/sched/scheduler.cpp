@@ -1,0 +1,137 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace servelab {
+
+const char* to_string(SchedulingPolicy policy) {
+  switch (policy) {
+    case SchedulingPolicy::ONE_AT_A_TIME: return "one_at_a_time";
+    case SchedulingPolicy::STATIC: return "static";
+    case SchedulingPolicy::CONTINUOUS: return "continuous";
+  }
+  return "?";
+}
+
+SchedulingPolicy parse_scheduling_policy(const std::string& text, const std::string& what) {
+  for (auto p : {SchedulingPolicy::ONE_AT_A_TIME, SchedulingPolicy::STATIC, SchedulingPolicy::CONTINUOUS})
+    if (text == to_string(p)) return p;
+  fail(what, ": unknown scheduling policy '", text, "' (expected one_at_a_time, static or continuous)");
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache_manager,
+                     std::function<void(const std::string&)> log)
+    : config_(config), kv_(kv_cache_manager), log_(std::move(log)) {
+  check(config.max_num_seqs >= 1, "--max-num-seqs must be >= 1, got ", config.max_num_seqs);
+  check(config.max_num_batched_tokens >= 1, "--max-num-batched-tokens must be >= 1, got ",
+        config.max_num_batched_tokens);
+}
+
+void Scheduler::add_request(Request* request) {
+  request->status = RequestStatus::WAITING;
+  waiting_.push_back(request);
+}
+
+bool Scheduler::abort_request(Request* request, double now) {
+  if (request->is_finished()) return false;
+  std::erase(waiting_, request);
+  std::erase(running_, request);
+  kv_.free(*request);
+  request->finish(FinishReason::ABORT, now);
+  return true;
+}
+
+void Scheduler::preempt(Request* victim) {
+  std::erase(running_, victim);
+  const int blocks = kv_.block_table(victim->request_id).num_blocks();
+  if (log_)
+    log_("preempted request " + std::to_string(victim->request_id) + ": out of KV blocks; " + std::to_string(blocks) +
+         " blocks freed, " + std::to_string(victim->num_computed_tokens) + " computed tokens thrown away");
+  kv_.free(*victim);
+  victim->status = RequestStatus::PREEMPTED;
+  victim->num_computed_tokens = 0;
+  ++victim->num_preemptions;
+  ++num_preemptions_;
+  waiting_.push_front(victim);  // first in line again: it arrived before anyone still waiting
+}
+
+bool Scheduler::may_admit() const {
+  // Static and one-at-a-time batches are formed only when the previous one has drained.
+  return config_.policy == SchedulingPolicy::CONTINUOUS || running_.empty();
+}
+
+SchedulerOutput Scheduler::schedule() {
+  SchedulerOutput out;
+  int budget = config_.max_num_batched_tokens;
+  // A request larger than the budget would never run; it may run alone (nothing else scheduled yet).
+  const auto fits_budget = [&](int n) { return n <= budget || out.scheduled.empty(); };
+
+  // 1. Running requests, oldest first; preempt the newest when blocks run out.
+  for (std::size_t i = 0; i < running_.size();) {
+    Request* r = running_[i];
+    const int n = r->num_uncomputed_tokens();
+    if (!fits_budget(n)) {
+      ++i;  // waits for a later step
+      continue;
+    }
+    bool allocated = false;
+    while (!(allocated = kv_.allocate_slots(*r, n).has_value())) {
+      Request* victim = running_.back();  // the newest; never one already scheduled in this step (index < i)
+      out.preempted_request_ids.push_back(victim->request_id);
+      preempt(victim);
+      if (victim == r) break;
+    }
+    if (!allocated) break;  // r was the newest and is now waiting: nothing runs after it
+    out.scheduled.push_back({r, n});
+    out.total_num_scheduled_tokens += n;
+    budget -= n;
+    ++i;
+  }
+
+  // 2. Waiting requests in arrival order (FCFS); none when this step had to preempt.
+  if (out.preempted_request_ids.empty() && may_admit()) {
+    const std::size_t limit = config_.policy == SchedulingPolicy::ONE_AT_A_TIME
+                                  ? 1
+                                  : static_cast<std::size_t>(config_.max_num_seqs);
+    while (!waiting_.empty() && running_.size() < limit) {
+      Request* r = waiting_.front();
+      const int n = r->num_uncomputed_tokens();
+      if (!fits_budget(n) || !kv_.allocate_slots(*r, n)) break;  // FCFS: nobody overtakes the head
+      waiting_.pop_front();
+      r->status = RequestStatus::RUNNING;
+      running_.push_back(r);
+      out.scheduled.push_back({r, n});
+      out.total_num_scheduled_tokens += n;
+      budget -= n;
+    }
+  }
+  return out;
+}
+
+std::vector<Request*> Scheduler::update_from_output(const SchedulerOutput& output,
+                                                    const std::vector<std::int32_t>& sampled, double now,
+                                                    bool keep_kv) {
+  std::vector<Request*> finished;
+  std::size_t next = 0;
+  for (const ScheduledRequest& s : output.scheduled) {
+    Request* r = s.request;
+    r->num_computed_tokens += s.num_new_tokens;
+    if (r->num_computed_tokens == r->num_tokens()) {  // caught up with its tokens: the step sampled one
+      check(next < sampled.size(), "update_from_output: fewer sampled tokens than requests that caught up");
+      r->append_output_token(sampled[next++], now);
+    }
+    if (!keep_kv) r->num_computed_tokens = 0;
+    if (r->is_finished()) {
+      kv_.free(*r);
+      std::erase(running_, r);
+      finished.push_back(r);
+    }
+  }
+  check(next == sampled.size(), "update_from_output: ", sampled.size(), " sampled tokens for ", next,
+        " requests that caught up");
+  return finished;
+}
+
+}  // namespace servelab

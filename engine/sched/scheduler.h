@@ -1,0 +1,125 @@
+/**
+ * @file scheduler.h
+ * @brief Decides, at every step, which requests run and how many of their
+ *        tokens (vLLM v1: Scheduler::schedule() → SchedulerOutput →
+ *        update_from_output()).
+ *
+ * One loop, three policies; they differ only in when a waiting request may
+ * join the running set:
+ * | policy | a waiting request joins | the article's name |
+ * |---|---|---|
+ * | one_at_a_time | when nothing runs; one request per batch | no batching |
+ * | static | when the whole previous batch has finished | static batching |
+ * | continuous | at any step, while max_num_seqs, the token budget and the KV blocks allow | continuous batching |
+ *
+ * Every step, running requests are scheduled first (oldest first), then
+ * waiting ones in arrival order (FCFS). A request is scheduled whole: all of
+ * its uncomputed tokens at once (its prompt, or its newest token), so a
+ * prompt must fit max_num_batched_tokens; splitting prompts is lab 06's
+ * chunked prefill. When the KV blocks run out, the newest running request
+ * is preempted: its blocks are freed, its progress is thrown away, and it
+ * goes back to the front of the waiting queue to be recomputed later
+ * (vLLM's preemption by recompute).
+ */
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sched/kv_cache_manager.h"
+#include "sched/request.h"
+
+namespace servelab {
+
+/// When waiting requests may join the running set.
+enum class SchedulingPolicy { ONE_AT_A_TIME, STATIC, CONTINUOUS };
+
+/// "one_at_a_time", "static" or "continuous".
+const char* to_string(SchedulingPolicy policy);
+/// Parses to_string()'s names; @throws Error naming @p what and the accepted names otherwise.
+SchedulingPolicy parse_scheduling_policy(const std::string& text, const std::string& what);
+
+/// The scheduler's limits (vLLM's names).
+struct SchedulerConfig {
+  SchedulingPolicy policy = SchedulingPolicy::CONTINUOUS;  ///< when waiting requests join
+  int max_num_seqs = 16;               ///< most requests in one step (the batch size); 1 for one_at_a_time
+  int max_num_batched_tokens = 2048;   ///< most tokens in one step (the token budget); a whole prompt must fit
+};
+
+/// One request's share of a step.
+struct ScheduledRequest {
+  Request* request = nullptr;  ///< the request (owned by the engine)
+  int num_new_tokens = 0;      ///< tokens computed for it in this step, after its num_computed_tokens
+};
+
+/// What one step runs.
+struct SchedulerOutput {
+  std::vector<ScheduledRequest> scheduled;  ///< in batch order: running requests, then newly admitted ones
+  std::vector<int> preempted_request_ids;   ///< requests preempted while making room in this step
+  int total_num_scheduled_tokens = 0;       ///< sum of num_new_tokens
+  /// True when nothing runs in this step.
+  bool empty() const { return scheduled.empty(); }
+};
+
+/// The scheduling policy over the waiting and running queues.
+class Scheduler {
+ public:
+  /**
+   * @param kv_cache_manager gives and takes KV blocks; must outlive the scheduler.
+   * @param log receives one line per preemption; may be empty.
+   * @throws Error naming --max-num-seqs or --max-num-batched-tokens when not positive.
+   */
+  Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache_manager,
+            std::function<void(const std::string&)> log = {});
+
+  /// Queues @p request (WAITING) behind every request already waiting.
+  void add_request(Request* request);
+  /**
+   * @brief Finishes @p request with FinishReason::ABORT at @p now, wherever it is, and frees its blocks.
+   * @return false when it had already finished.
+   */
+  bool abort_request(Request* request, double now);
+
+  /// Chooses the requests and token counts of the next step; allocates their KV blocks.
+  SchedulerOutput schedule();
+
+  /**
+   * @brief Records a step's results: advances num_computed_tokens, appends
+   *        each sampled token, finishes requests and frees their blocks.
+   * @param sampled one token per scheduled request that finished computing
+   *        its tokens in this step (all of them, while requests are scheduled
+   *        whole), in output.scheduled order.
+   * @param now when the tokens were sampled (engine clock).
+   * @param keep_kv false discards every request's KV after the step, so the
+   *        next step recomputes the whole sequence (lab 01, use_cache=False).
+   * @return the requests that finished in this step.
+   */
+  std::vector<Request*> update_from_output(const SchedulerOutput& output, const std::vector<std::int32_t>& sampled,
+                                           double now, bool keep_kv = true);
+
+  /// Requests waiting (fresh or preempted), front first.
+  const std::deque<Request*>& waiting() const { return waiting_; }
+  /// Running requests, oldest first.
+  const std::vector<Request*>& running() const { return running_; }
+  /// True while a request waits or runs.
+  bool has_unfinished_requests() const { return !waiting_.empty() || !running_.empty(); }
+  /// Requests preempted so far.
+  int num_preemptions() const { return num_preemptions_; }
+  /// The limits.
+  const SchedulerConfig& config() const { return config_; }
+
+ private:
+  bool may_admit() const;
+  void preempt(Request* victim);
+
+  SchedulerConfig config_;
+  KVCacheManager& kv_;
+  std::function<void(const std::string&)> log_;
+  std::deque<Request*> waiting_;
+  std::vector<Request*> running_;
+  int num_preemptions_ = 0;
+};
+
+}  // namespace servelab

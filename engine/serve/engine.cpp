@@ -1,0 +1,149 @@
+#include "serve/engine.h"
+
+#include <algorithm>
+#include <iostream>
+#include <limits>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+namespace servelab {
+
+namespace {
+
+// With no budget given, room for max_num_seqs full-length sequences, but no more than
+// vLLM's default CPU KV space (VLLM_CPU_KVCACHE_SPACE, 4 GiB): a long context times
+// a large batch would otherwise reserve more memory than a laptop has.
+constexpr std::size_t kDefaultMaxKVBytes = std::size_t{4} << 30;
+
+}  // namespace
+
+Engine::Engine(Model& model, EngineConfig config)
+    : model_(model), config_(std::move(config)), clock_zero_(now_seconds()) {
+  const ModelConfig& c = model_.config();
+  if (config_.max_model_len == 0) config_.max_model_len = c.max_position_embeddings;
+  check(config_.max_model_len >= 1 && config_.max_model_len <= c.max_position_embeddings,
+        "--max-model-len must be in [1, ", c.max_position_embeddings, "] (max_position_embeddings of model ", c.name,
+        "), got ", config_.max_model_len);
+  check(config_.block_size >= 1, "--block-size must be >= 1, got ", config_.block_size);
+  const std::size_t block_bytes = kv_cache_bytes_for(c, 1, config_.block_size);
+  if (config_.gpu_memory_utilization > 0) {
+    config_.kv_cache_memory = model_.device_kv_memory(config_.gpu_memory_utilization);
+  } else if (config_.kv_cache_memory == 0) {
+    const std::size_t per_seq = block_bytes * static_cast<std::size_t>(
+        (config_.max_model_len + config_.block_size - 1) / config_.block_size);
+    config_.kv_cache_memory = std::min(kDefaultMaxKVBytes,
+                                       per_seq * static_cast<std::size_t>(std::max(1, config_.scheduler.max_num_seqs)));
+  }
+  const std::size_t blocks = config_.kv_cache_memory / block_bytes;
+  check(blocks >= 1, "--kv-cache-memory ", config_.kv_cache_memory, " bytes holds no KV block (one block of ",
+        config_.block_size, " tokens of model ", c.name, " takes ", block_bytes, " bytes)");
+  check(blocks <= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()), "--kv-cache-memory ",
+        config_.kv_cache_memory, " bytes is more than 2^31 blocks; use a larger --block-size");
+  num_blocks_ = static_cast<int>(blocks);
+  if (!config_.log) config_.log = [](const std::string& line) { std::cerr << "servelab: " << line << "\n"; };
+  cache_ = model_.make_kv_cache(num_blocks_, config_.block_size);
+  kv_manager_ = std::make_unique<KVCacheManager>(num_blocks_, config_.block_size);
+  scheduler_ = std::make_unique<Scheduler>(config_.scheduler, *kv_manager_, config_.log);
+}
+
+double Engine::now() const { return now_seconds() - clock_zero_; }
+
+int Engine::add_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
+                        std::vector<std::int32_t> stop_token_ids, double arrival) {
+  const ModelConfig& c = model_.config();
+  check(!prompt.empty(), "prompt is empty (expected at least one token)");
+  check(max_tokens >= 1, "--max-new-tokens must be >= 1, got ", max_tokens);
+  for (std::int32_t id : prompt)
+    check(id >= 0 && id < c.vocab_size, "prompt token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")");
+  const long total = static_cast<long>(prompt.size()) + max_tokens;
+  if (total > config_.max_model_len) {
+    const std::string limit = config_.max_model_len == c.max_position_embeddings
+                                  ? "max_position_embeddings (" + std::to_string(c.max_position_embeddings) + ")"
+                                  : "--max-model-len (" + std::to_string(config_.max_model_len) + ")";
+    fail("prompt (", prompt.size(), " tokens) + --max-new-tokens (", max_tokens, ") = ", total, " exceeds ", limit,
+         " of model ", c.name);
+  }
+  check(static_cast<long>(prompt.size()) <= config_.scheduler.max_num_batched_tokens, "prompt of ", prompt.size(),
+        " tokens exceeds --max-num-batched-tokens ", config_.scheduler.max_num_batched_tokens,
+        " (a whole prompt must fit one step; chunked prefill is lab 06)");
+  const int blocks = kv_manager_->num_blocks_for(total);
+  check(blocks <= num_blocks_, "request of up to ", total, " tokens needs ", blocks, " KV blocks but the whole cache has ",
+        num_blocks_, " (", config_.kv_cache_memory, " bytes); raise --kv-cache-memory or shorten the request");
+  const int id = next_request_id_++;
+  auto request = std::make_unique<Request>(id, prompt, sampling, max_tokens, std::move(stop_token_ids),
+                                           arrival < 0 ? now() : arrival);
+  scheduler_->add_request(request.get());
+  requests_.emplace(id, std::move(request));
+  return id;
+}
+
+bool Engine::abort_request(int request_id) {
+  const auto it = requests_.find(request_id);
+  return it != requests_.end() && scheduler_->abort_request(it->second.get(), now());
+}
+
+std::vector<RequestOutput> Engine::step() {
+  last_ = StepStats{};
+  last_.start = now();
+  const double t0 = now_seconds();
+  const SchedulerOutput out = scheduler_->schedule();
+  const double t1 = now_seconds();
+  last_.num_preempted = static_cast<int>(out.preempted_request_ids.size());
+  last_.num_used_blocks = kv_manager_->block_pool().num_blocks() - kv_manager_->block_pool().num_free_blocks();
+  std::vector<RequestOutput> outputs;
+  if (!out.empty()) {
+    Batch batch;
+    std::vector<Request*> sampling;  // requests that catch up with their tokens in this step get one
+    for (const ScheduledRequest& s : out.scheduled) {
+      Request& r = *s.request;
+      if (r.times.first_scheduled < 0) r.times.first_scheduled = last_.start;
+      const bool samples = r.num_computed_tokens + s.num_new_tokens == r.num_tokens();
+      batch.add(kv_manager_->block_table(r.request_id).block_ids(), r.num_computed_tokens,
+                r.all_token_ids().subspan(static_cast<std::size_t>(r.num_computed_tokens),
+                                          static_cast<std::size_t>(s.num_new_tokens)),
+                samples ? LogitsFor::Last : LogitsFor::None);
+      if (samples) sampling.push_back(&r);
+    }
+    const std::vector<float> logits = model_.forward(batch, *cache_);
+    const auto V = static_cast<std::size_t>(model_.config().vocab_size);
+    std::vector<std::int32_t> tokens;
+    for (std::size_t i = 0; i < sampling.size(); ++i)
+      tokens.push_back(sampling[i]->sampler.sample(std::span(logits).subspan(i * V, V)));
+    const double t2 = now_seconds();
+    scheduler_->update_from_output(out, tokens, now(), config_.enable_kv_cache);
+    for (std::size_t i = 0; i < sampling.size(); ++i)
+      outputs.push_back({sampling[i]->request_id, tokens[i], sampling[i]->finish_reason});
+    last_.forward_seconds = t2 - t1;
+    last_.schedule_seconds = (t1 - t0) + (now_seconds() - t2);
+  } else {
+    last_.schedule_seconds = t1 - t0;
+  }
+  last_.num_scheduled_requests = static_cast<int>(out.scheduled.size());
+  last_.num_scheduled_tokens = out.total_num_scheduled_tokens;
+  last_.num_sampled = static_cast<int>(outputs.size());
+  last_.num_running = static_cast<int>(scheduler_->running().size());
+  last_.num_waiting = static_cast<int>(scheduler_->waiting().size());
+  return outputs;
+}
+
+const Request& Engine::request(int request_id) const {
+  const auto it = requests_.find(request_id);
+  check(it != requests_.end(), "engine: unknown request id ", request_id);
+  return *it->second;
+}
+
+std::vector<const Request*> Engine::requests() const {
+  std::vector<const Request*> out;
+  for (const auto& [id, r] : requests_) out.push_back(r.get());
+  return out;
+}
+
+void Engine::release_request(int request_id) {
+  const auto it = requests_.find(request_id);
+  check(it != requests_.end() && it->second->is_finished(), "engine: request ", request_id,
+        " is unknown or still running; only finished requests can be released");
+  requests_.erase(it);
+}
+
+}  // namespace servelab

@@ -1,0 +1,135 @@
+/**
+ * @file engine.h
+ * @brief The serving engine loop (vLLM v1's EngineCore): requests in,
+ *        one step at a time, tokens out.
+ * @verbatim
+ *  add_request ──► waiting ─┐
+ *                           ▼
+ *  step():  Scheduler::schedule()      which requests, how many tokens each, their KV blocks
+ *           Model::forward(Batch)      one ragged batch: prompts and newest tokens together
+ *           Sampler per request        a token for each request that caught up
+ *           update_from_output()       append tokens, finish, free blocks
+ * @endverbatim
+ * Single-threaded: call add_request(), abort_request() and step() from one
+ * thread. Every request's KV lives in one KVCache of num_blocks blocks of
+ * block_size tokens, sized from a memory budget; the contiguous cache of
+ * labs 01-03 is the same engine with one block per request.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "sched/kv_cache_manager.h"
+#include "sched/scheduler.h"
+
+namespace servelab {
+
+/// How the engine is set up (vLLM's flag names in the comments).
+struct EngineConfig {
+  SchedulerConfig scheduler;          ///< policy, --max-num-seqs, --max-num-batched-tokens
+  int block_size = 16;                ///< --block-size: tokens per KV block
+  /// --kv-cache-memory: bytes of KV blocks; 0 = room for max_num_seqs sequences of max_model_len.
+  std::size_t kv_cache_memory = 0;
+  /// --gpu-memory-utilization: on CUDA, the share of device memory the engine may fill (weights + KV); 0 = use kv_cache_memory.
+  double gpu_memory_utilization = 0;
+  int max_model_len = 0;              ///< --max-model-len: longest prompt + output; 0 = the model's max_position_embeddings
+  bool enable_kv_cache = true;        ///< false recomputes every sequence in full at every step (lab 01)
+  std::function<void(const std::string&)> log;  ///< preemption lines; empty = stderr
+};
+
+/// What one step did, for timelines and meters.
+struct StepStats {
+  int num_scheduled_requests = 0;  ///< requests in the batch
+  int num_scheduled_tokens = 0;    ///< token rows in the batch
+  int num_sampled = 0;             ///< tokens emitted
+  int num_running = 0;             ///< running after the step
+  int num_waiting = 0;             ///< waiting after the step
+  int num_preempted = 0;           ///< preempted while scheduling this step
+  int num_used_blocks = 0;         ///< KV blocks held after scheduling (during the forward pass)
+  double start = 0;                ///< engine clock at the step's start, seconds
+  double schedule_seconds = 0;     ///< time in schedule() and update_from_output()
+  double forward_seconds = 0;      ///< Model::forward and sampling
+};
+
+/// One request's new token from a step.
+struct RequestOutput {
+  int request_id = 0;                          ///< whose token
+  std::int32_t token = 0;                      ///< the token
+  FinishReason finish_reason = FinishReason::NONE;  ///< NONE while it runs on
+};
+
+/// Requests in, tokens out: the scheduler, the KV blocks and the model together.
+class Engine {
+ public:
+  /**
+   * @brief Sizes the KV cache from the budget and makes it in the model's backend memory.
+   * @throws Error naming the flag when a size is not positive, the budget
+   *         holds no block, or max_model_len exceeds the model's.
+   */
+  Engine(Model& model, EngineConfig config);
+
+  /**
+   * @brief Queues a request; it runs in a later step().
+   * @param arrival engine-clock arrival time; negative = now().
+   * @return its request id.
+   * @throws Error (and queues nothing) when the prompt is empty, a token is
+   *         outside the vocabulary, max_tokens < 1, prompt + max_tokens
+   *         exceeds max_model_len, the prompt exceeds max_num_batched_tokens,
+   *         or the request could not fit in the whole KV cache.
+   */
+  int add_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
+                  std::vector<std::int32_t> stop_token_ids = {}, double arrival = -1);
+  /// Aborts request @p request_id (frees its blocks); false when unknown or already finished.
+  bool abort_request(int request_id);
+  /**
+   * @brief Runs one step: schedule, forward, sample, update.
+   * @return the tokens emitted, one per request that got one; empty when nothing could run.
+   */
+  std::vector<RequestOutput> step();
+  /// True while any request waits or runs.
+  bool has_unfinished_requests() const { return scheduler_->has_unfinished_requests(); }
+
+  /// Request @p request_id, finished or not. @throws Error when unknown.
+  const Request& request(int request_id) const;
+  /// Every request the engine has taken, in id order.
+  std::vector<const Request*> requests() const;
+  /// Forgets finished request @p request_id (a long-running server calls this after reporting it).
+  void release_request(int request_id);
+  /// Seconds on the engine clock (0 at construction).
+  double now() const;
+
+  /// Stats of the most recent step.
+  const StepStats& last_step() const { return last_; }
+  /// The scheduler (queues, preemption count).
+  const Scheduler& scheduler() const { return *scheduler_; }
+  /// Block bookkeeping.
+  const KVCacheManager& kv_cache_manager() const { return *kv_manager_; }
+  /// The KV storage (export/import, bytes).
+  KVCache& kv_cache() { return *cache_; }
+  /// The settings, with the derived max_model_len and KV memory filled in.
+  const EngineConfig& config() const { return config_; }
+  /// KV blocks in the cache.
+  int num_blocks() const { return num_blocks_; }
+
+ private:
+  Model& model_;
+  EngineConfig config_;
+  int num_blocks_ = 0;
+  double clock_zero_;
+  std::unique_ptr<KVCache> cache_;
+  std::unique_ptr<KVCacheManager> kv_manager_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::map<int, std::unique_ptr<Request>> requests_;
+  int next_request_id_ = 0;
+  StepStats last_;
+};
+
+}  // namespace servelab

@@ -1,0 +1,56 @@
+/**
+ * @file metrics.h
+ * @brief Request latency metrics with vLLM's definitions, computed in one
+ *        place from a request's timestamps, and their summary over a run.
+ * @verbatim
+ *  arrival   first scheduled   token 0        token 1      ...   token n-1 = finish
+ *    |── queue ──|── prefill ──────|── ITL[0] ──|── ITL[1] ── ... ──|
+ *    |──────────── TTFT ───────────|
+ *    |──────────────────────────── E2E ───────────────────────────────|
+ *  TPOT = (E2E - TTFT) / (n - 1): the mean ITL
+ * @endverbatim
+ */
+#pragma once
+
+#include <vector>
+
+#include "core/stats.h"
+#include "sched/request.h"
+
+namespace servelab {
+
+/// Latencies of one request, seconds.
+struct RequestMetrics {
+  double queue_time = 0;     ///< arrival → first scheduled
+  double ttft = 0;           ///< arrival → first output token (time to first token)
+  double tpot = 0;           ///< (E2E - TTFT) / (output tokens - 1); 0 with fewer than 2 tokens
+  double e2e = 0;            ///< arrival → last output token
+  std::vector<double> itl;   ///< [output tokens - 1] gaps between consecutive tokens (inter-token latency)
+  int output_tokens = 0;     ///< tokens emitted
+
+  /**
+   * @brief Metrics of a request with at least one output token.
+   * @throws Error when @p times has no token or was never scheduled.
+   */
+  static RequestMetrics from(const RequestTimes& times);
+};
+
+/// A serving run's headline numbers over finished requests.
+struct ServingMetrics {
+  int num_requests = 0;             ///< requests with at least one token
+  long output_tokens = 0;           ///< tokens emitted in all
+  double duration = 0;              ///< first arrival → last finish, seconds
+  double output_tokens_per_second = 0;  ///< output_tokens / duration
+  Summary ttft;                     ///< over requests, seconds
+  Summary tpot;                     ///< over requests with 2+ tokens, seconds (zeros when none)
+  Summary itl;                      ///< over every gap of every request, seconds (zeros when none)
+  Summary e2e;                      ///< over requests, seconds
+};
+
+/**
+ * @brief Summarises @p requests (those without an output token are skipped).
+ * @throws Error when none has an output token.
+ */
+ServingMetrics summarize_requests(const std::vector<const Request*>& requests);
+
+}  // namespace servelab
