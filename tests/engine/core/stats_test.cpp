@@ -1,7 +1,6 @@
 // Percentiles as numpy computes them (linear interpolation between closest ranks).
 #include "core/error.h"
 #include "core/stats.h"
-#include "serve/workload.h"
 #include "test_util.h"
 
 using namespace servelab;
@@ -25,12 +24,4 @@ TEST_CASE("summary of repeated runs", "[metrics]") {
   CHECK(s.max == 3);
   CHECK(s.mean == 2);
   CHECK(s.count == 3);
-}
-
-TEST_CASE("synthetic prompts are seeded and inside the vocabulary", "[workload]") {
-  const auto a = synthetic_prompt(50, 100, 1), b = synthetic_prompt(50, 100, 1), c = synthetic_prompt(50, 100, 2);
-  CHECK(a == b);
-  CHECK(a != c);
-  for (auto id : a) CHECK((id >= 0 && id < 100));
-  REQUIRE_ERROR_MENTIONS(synthetic_prompt(0, 100, 1), "--prompt-len");
 }
