@@ -17,6 +17,7 @@ KVMemoryUsage measure_kv_memory(const Scheduler& scheduler, const KVCacheManager
     (reservation ? u.reserved_unused : u.last_block_slack) += held - real;
     ++u.num_running;
   }
+  u.num_waiting = static_cast<int>(scheduler.waiting().size());
   if (!scheduler.waiting().empty())
     u.next_fits = kv.num_blocks_for(scheduler.waiting().front()->num_uncomputed_tokens()) <=
                   kv.block_pool().num_free_blocks();

@@ -31,6 +31,7 @@ struct KVMemoryUsage {
   std::size_t last_block_slack = 0;  ///< the unused tail of a growing request's last block (paged)
   std::size_t free = 0;              ///< blocks in the free queue
   int num_running = 0;               ///< requests holding blocks
+  int num_waiting = 0;               ///< requests waiting for room (fresh or preempted)
   bool next_fits = true;             ///< the first waiting request's uncomputed tokens fit the free blocks (true when none waits)
 
   /// @p part as a share of total, 0..1.

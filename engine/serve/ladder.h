@@ -8,6 +8,7 @@
  * | 01_autoregressive | none: every step recomputes the whole sequence |
  * | 02_kv_cache | kv_cache |
  * | 03_roofline | none: measures lab 02's configuration (perf/counter.h, perf/cost_model.h) |
+ * | 04_paged_attention | paged_kv_cache and continuous_batching: seed 000 §6 calls them a pair, space and time |
  *
  * Later labs add their switch here (paged KV, flash attention, chunked
  * prefill, disaggregation), so the whole ladder reads top to bottom.
@@ -19,6 +20,10 @@ namespace servelab {
 /// Serving techniques that the labs turn on one at a time.
 struct Techniques {
   bool kv_cache = false;  ///< lab 02: keep K/V of earlier tokens instead of recomputing them
+  /// lab 04: KV in blocks of block_size tokens found through a block table, not one max-length region per request
+  bool paged_kv_cache = false;
+  /// lab 04: requests join and leave the running batch at every step (SchedulingPolicy::CONTINUOUS)
+  bool continuous_batching = false;
 
   /**
    * @brief The techniques on in lab @p lab (1-based).

@@ -47,15 +47,6 @@ ModelConfig variant(const std::string& name, const std::string& kind) {
   return c;
 }
 
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024.0 && u < 4) bytes /= 1024.0, ++u;
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(bytes < 10 ? 2 : 1) << bytes << ' ' << units[u];
-  return os.str();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -87,6 +87,15 @@ Progress::~Progress() {
   if (enabled_) std::cerr << "\r\033[K" << std::flush;
 }
 
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) bytes /= 1024.0, ++u;
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(bytes < 10 ? 2 : 1) << bytes << ' ' << units[u];
+  return os.str();
+}
+
 void Progress::advance(long units) {
   done_ = std::min(total_, done_ + units);
   draw();

@@ -74,6 +74,9 @@ LabPrompt article_prompt(const LabOptions& options, const ModelConfig& config, i
 /// Adds the model/machine/option lines every lab's settings block starts with.
 void describe_run(Report& report, const Model& model, const LabOptions& options);
 
+/// @p bytes in binary units with three significant digits, e.g. "268.0 MiB".
+std::string human_bytes(double bytes);
+
 /// A one-line progress bar on stderr, drawn only when stderr is a terminal.
 class Progress {
  public:

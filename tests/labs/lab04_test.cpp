@@ -1,0 +1,75 @@
+// Grading tests of lab 04 (ctest -L lab04), the lab's own run: the seed's
+// fragmentation example, the KV placement table, the three serving policies
+// giving identical tokens, and refusals. The engine-level tests of the same
+// label (block pool, scheduler, paged attention, engine) live beside the
+// engine's tests and are compiled into this executable too.
+#include "core/error.h"
+#include "lab_runner.h"
+#include "serve/ladder.h"
+#include "test_util.h"
+
+using namespace servelab;
+
+TEST_CASE("lab 04 = lab 03 + paged KV blocks and continuous batching", "[lab04]") {
+  const Techniques three = Techniques::for_lab(3), four = Techniques::for_lab(4);
+  CHECK_FALSE(three.paged_kv_cache);
+  CHECK_FALSE(three.continuous_batching);
+  CHECK(four.kv_cache);
+  CHECK(four.paged_kv_cache);
+  CHECK(four.continuous_batching);
+  REQUIRE_ERROR_MENTIONS(Techniques::for_lab(5), "lab 5");
+}
+
+TEST_CASE("lab 04 --quick prints the three tables with the same tokens under every policy", "[lab04]") {
+  test::ScratchDir out("lab04");
+  const auto [r, dir, results] = test::run_lab_quick(LAB04_EXE, "04_paged_attention", out.path());
+  // The seed's example: contiguous refuses D although enough tokens are free; paged fits it.
+  const auto& seed = test::table(results, "seed_example");
+  REQUIRE(seed["rows"].size() == 2);
+  CHECK(seed["rows"][0][test::column(seed, "D fits")] == "no");
+  CHECK(seed["rows"][0][test::column(seed, "free after B [tokens]")] == 1100);
+  CHECK(seed["rows"][1][test::column(seed, "D fits")] == "yes");
+  // Placement: smaller blocks hold more real KV of what they allocate, and run more requests at once.
+  const auto& memory = test::table(results, "kv_memory");
+  REQUIRE(memory["rows"].size() == 4);
+  const auto real = test::column(memory, "real of held [%]"), most = test::column(memory, "most running");
+  for (std::size_t i = 1; i < 4; ++i) {
+    CHECK(memory["rows"][i][real].get<double>() >= memory["rows"][i - 1][real].get<double>());
+    CHECK(memory["rows"][i][most].get<int>() >= memory["rows"][i - 1][most].get<int>());
+  }
+  CHECK(memory["rows"][0][test::column(memory, "last-block slack [%]")] == 0.0);  // contiguous: a reservation, no slack
+  // Serving: three policies, one tokens hash, batches larger than one when batching.
+  const auto& serving = test::table(results, "serving");
+  REQUIRE(serving["rows"].size() == 3);
+  const auto hash = test::column(serving, "tokens hash"), batch = test::column(serving, "mean batch");
+  CHECK(serving["rows"][0][hash] == serving["rows"][1][hash]);
+  CHECK(serving["rows"][0][hash] == serving["rows"][2][hash]);
+  CHECK(serving["rows"][0][batch] == 1.0);
+  CHECK(serving["rows"][2][batch].get<double>() > 1.0);
+  CHECK(test::table(results, "timeline")["rows"].size() == serving["rows"][2][test::column(serving, "steps")]);
+  for (const char* csv : {"seed_example.csv", "kv_memory.csv", "serving.csv", "timeline.csv", "kv_memory_timeline.csv"})
+    CHECK(std::filesystem::exists(dir / csv));
+}
+
+TEST_CASE("lab 04 preempts when KV runs short and still gives the same tokens", "[lab04]") {
+  test::ScratchDir out("lab04-tight");
+  // 204,800 bytes = 100 tokens of the small preset (2 KiB each): 8 requests of up to 56 tokens must take turns.
+  const auto [r, dir, results] =
+      test::run_lab_quick(LAB04_EXE, "04_paged_attention", out.path(), "--kv-cache-memory 204800 --block-size 4");
+  const auto& serving = test::table(results, "serving");
+  CHECK(serving["rows"][2][test::column(serving, "preemptions")].get<int>() > 0);
+  const auto hash = test::column(serving, "tokens hash");
+  CHECK(serving["rows"][0][hash] == serving["rows"][2][hash]);
+  CHECK(r.err.find("preempted request") != std::string::npos);
+}
+
+TEST_CASE("lab 04 refuses bad flags with one error naming the flag", "[lab04]") {
+  const std::string lab = LAB04_EXE;
+  test::check_refused(lab + " --quick --block-size 0 --out /tmp", "--block-size");
+  test::check_refused(lab + " --quick --max-num-seqs 0 --out /tmp", "--max-num-seqs");
+  test::check_refused(lab + " --quick --num-requests 0 --out /tmp", "--num-requests");
+  test::check_refused(lab + " --quick --prompt-len-dist uniform:9 --out /tmp", "--prompt-len-dist");
+  test::check_refused(lab + " --quick --arrival poisson:-1 --out /tmp", "--arrival");
+  test::check_refused(lab + " --quick --max-num-batched-tokens 8 --out /tmp", "--max-num-batched-tokens");
+  test::check_refused(lab + " --quick --kv-cache-memory 100 --out /tmp", "--kv-cache-memory");
+}
