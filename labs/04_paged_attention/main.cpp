@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   LabOptions o;
   add_common_options(app, o, "small");
   int num_requests = 32, max_num_seqs = 16, max_num_batched_tokens = 2048, block_size = 16;
-  std::string prompt_dist = "uniform:16:128", output_dist = "uniform:16:128", arrivals = "all", workload_file;
+  std::string prompt_dist = "uniform:16:128", output_dist = "lognormal:48:1:4:512", arrivals = "all", workload_file;
   std::size_t kv_cache_memory = 0;
   int memory_requests = 1000, memory_max_model_len = 2048, memory_seqs = 16;
   bool fast_reductions = false;
