@@ -1,18 +1,17 @@
 #include "serve/generate.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "serve/engine.h"
-#include "serve/metrics.h"
 
 namespace servelab {
 
-double GenerateResult::e2e() const { return std::accumulate(step_seconds.begin(), step_seconds.end(), 0.0); }
-
-double GenerateResult::tpot() const {
-  if (step_seconds.size() < 2) return 0.0;
-  return (e2e() - ttft()) / static_cast<double>(step_seconds.size() - 1);
+RequestMetrics GenerateResult::metrics() const {
+  RequestTimes times;
+  times.first_scheduled = 0;
+  double at = 0;
+  for (double s : step_seconds) times.token_times.push_back(at += s);
+  return RequestMetrics::from(times);
 }
 
 double GenerateResult::prefill_tokens_per_second() const { return ttft() > 0 ? prompt_tokens / ttft() : 0.0; }

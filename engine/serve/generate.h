@@ -17,6 +17,7 @@
 
 #include "model/model.h"
 #include "model/sampler.h"
+#include "serve/metrics.h"
 
 namespace servelab {
 
@@ -35,12 +36,14 @@ struct GenerateResult {
   std::vector<int> step_tokens;          ///< tokens fed to the model in each step
   int prompt_tokens = 0;                 ///< prompt length
 
-  /// Time to first token: the prefill step, sampling included.
-  double ttft() const { return step_seconds.empty() ? 0.0 : step_seconds[0]; }
-  /// End-to-end time: every step, the prefill included.
-  double e2e() const;
+  /// The request's latencies (serve/metrics.h), from step_seconds: arrival at 0, token i at the sum of steps 0..i.
+  RequestMetrics metrics() const;
+  /// Time to first token: the prefill step, sampling included; 0 with no step.
+  double ttft() const { return step_seconds.empty() ? 0.0 : metrics().ttft; }
+  /// End-to-end time: every step, the prefill included; 0 with no step.
+  double e2e() const { return step_seconds.empty() ? 0.0 : metrics().e2e; }
   /// Mean time per output token after the first (vLLM: (E2E - TTFT) / (n - 1)); 0 with fewer than 2 tokens.
-  double tpot() const;
+  double tpot() const { return step_seconds.empty() ? 0.0 : metrics().tpot; }
   /// Prompt tokens per second of prefill.
   double prefill_tokens_per_second() const;
   /// Output tokens per second after the first.

@@ -80,12 +80,18 @@ int main(int argc, char** argv) {
     Table steps{"steps", "Per-step cost without a KV cache",
                 {"step", "phase", "context [tok]", "processed [tok]", "time [ms]", "min [ms]", "max [ms]"},
                 {0, 0, 0, 0, 2, 2, 2}, {}, ""};
-    std::vector<double> itl;  // every decode step of every run, for ITL percentiles
+    std::vector<double> ttft, tpot, e2e, itl;  // ms; itl: every gap of every run
+    for (const auto& r : runs) {
+      const RequestMetrics m = r.metrics();
+      ttft.push_back(m.ttft * 1e3);
+      tpot.push_back(m.tpot * 1e3);
+      e2e.push_back(m.e2e * 1e3);
+      for (double gap : m.itl) itl.push_back(gap * 1e3);
+    }
     const int shown_every = std::max(1, max_new_tokens / 16);
     for (int s = 0; s < static_cast<int>(out.size()); ++s) {
       std::vector<double> ms;
       for (const auto& r : runs) ms.push_back(r.step_seconds[s] * 1e3);
-      if (s > 0) itl.insert(itl.end(), ms.begin(), ms.end());
       const Summary t = summarize(ms);
       steps.add_row({static_cast<long long>(s + 1), std::string(s == 0 ? "prefill" : "decode"),
                      static_cast<long long>(prompt_len + s), static_cast<long long>(runs[0].step_tokens[s]), t.median,
@@ -100,12 +106,6 @@ int main(int argc, char** argv) {
     report.add_table(shown);
     report.add_table(steps, /*print=*/false);
 
-    std::vector<double> ttft, tpot, e2e;
-    for (const auto& r : runs) {
-      ttft.push_back(r.ttft() * 1e3);
-      tpot.push_back(r.tpot() * 1e3);
-      e2e.push_back(r.e2e() * 1e3);
-    }
     Table latency{"latency", "Request latency (vLLM definitions)", {"metric", "median [ms]", "p99 [ms]", "min [ms]", "max [ms]"},
                   {0, 2, 2, 2, 2}, {}, "TPOT = (E2E - TTFT) / (output tokens - 1); ITL = gap between consecutive tokens."};
     for (auto [name, v] : {std::pair{"TTFT", &ttft}, {"TPOT", &tpot}, {"ITL", &itl}, {"E2E", &e2e}}) {

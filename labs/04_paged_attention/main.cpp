@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
   int num_requests = 32, max_num_seqs = 16, max_num_batched_tokens = 2048, block_size = 16;
   std::string prompt_dist = "uniform:16:128", output_dist = "lognormal:48:1:4:512", arrivals = "all", workload_file;
   std::size_t kv_cache_memory = 0;
+  double gpu_memory_utilization = 0;
   int memory_requests = 1000, memory_max_model_len = 2048, memory_seqs = 16;
   bool fast_reductions = false;
   auto* n_opt = app.add_option("--num-requests", num_requests, "requests in the serving workload")->capture_default_str();
@@ -125,6 +126,8 @@ int main(int argc, char** argv) {
   app.add_option("--block-size", block_size, "tokens per KV block")->capture_default_str();
   app.add_option("--kv-cache-memory", kv_cache_memory,
                  "KV bytes for serving; 0 = max-num-seqs requests of the workload's mean length (tight enough to preempt)");
+  app.add_option("--gpu-memory-utilization", gpu_memory_utilization,
+                 "with --backend cuda: share of device memory for weights + KV (vLLM's flag); overrides --kv-cache-memory");
   auto* mr_opt = app.add_option("--memory-requests", memory_requests, "requests in the KV placement dry run")
                      ->capture_default_str();
   app.add_option("--memory-max-model-len", memory_max_model_len, "context a contiguous layout reserves per request (dry run)")
@@ -166,6 +169,7 @@ int main(int argc, char** argv) {
     EngineConfig engine_config;
     engine_config.scheduler = {SchedulingPolicy::CONTINUOUS, max_num_seqs, max_num_batched_tokens};
     engine_config.block_size = block_size;
+    engine_config.gpu_memory_utilization = gpu_memory_utilization;
     const std::size_t token_bytes = kv_cache_bytes_for(c, 1, 1);
     engine_config.kv_cache_memory =
         kv_cache_memory ? kv_cache_memory
@@ -175,6 +179,8 @@ int main(int argc, char** argv) {
     {  // Checked before anything is printed: a refused run leaves stdout empty.
       Engine probe(*model, engine_config);
       for (const auto& r : workload) probe.add_request(r.prompt_ids, SamplingParams{}, r.max_tokens);
+      engine_config.kv_cache_memory = probe.config().kv_cache_memory;  // as sized from the GPU's memory, if so
+      engine_config.gpu_memory_utilization = 0;
     }
 
     Report report("04_paged_attention", o.out);
@@ -281,14 +287,16 @@ int main(int argc, char** argv) {
                        100 * r.busy / r.wall, static_cast<double>(batched) / r.steps.size(),
                        static_cast<long long>(r.steps.size()), 100 * r.schedule / r.busy, token_hash(all)});
     }
-    if (!fast_reductions && !mismatches.empty())
+    // Batch invariance is a CPU mode (cuBLAS picks its algorithm by shape), so on CUDA differences are reported, not fatal.
+    const bool invariant = !fast_reductions && model->options().backend == Backend::CPU;
+    if (invariant && !mismatches.empty())
       fail("lab 04: with batch-invariant reductions every policy must give each request the same tokens, but ",
            mismatches.front(), " differs (", mismatches.size(), " requests in all)");
     serving.note = mismatches.empty()
                        ? std::string("Every request got the same tokens under every policy (same hash)") +
                              (runs.back().preemptions > 0 ? ", preempted and recomputed ones included." : ".")
-                       : std::to_string(mismatches.size()) + " requests differ between policies with --fast-reductions "
-                                                             "(first: " + mismatches.front() + ").";
+                       : std::to_string(mismatches.size()) + " requests differ between policies without batch-invariant "
+                                                             "reductions (first: " + mismatches.front() + ").";
     report.add_table(serving);
 
     // The continuous run, step by step, for the timeline plots.
