@@ -27,10 +27,13 @@ std::vector<std::int32_t> BlockPool::get_new_blocks(int n) {
 }
 
 void BlockPool::free_blocks(std::span<const std::int32_t> block_ids) {
+  // All or nothing: check every id before changing any count.
   for (std::int32_t id : block_ids) {
     check(id >= 0 && id < num_blocks(), "block pool: block ", id, " out of range [0, ", num_blocks(), ")");
+    check(blocks_[static_cast<std::size_t>(id)].ref_cnt > 0, "block pool: block ", id, " is already free");
+  }
+  for (std::int32_t id : block_ids) {
     KVCacheBlock& b = blocks_[static_cast<std::size_t>(id)];
-    check(b.ref_cnt > 0, "block pool: block ", id, " is already free");
     if (--b.ref_cnt == 0) free_block_queue_.push_back(id);
   }
 }

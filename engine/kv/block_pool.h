@@ -54,7 +54,7 @@ class BlockPool {
   /**
    * @brief Drops one reference to each block; a block whose count reaches 0
    *        joins the back of the free queue, in the order given.
-   * @throws Error when a block id is out of range or already free.
+   * @throws Error when a block id is out of range or already free; then no count changes.
    */
   void free_blocks(std::span<const std::int32_t> block_ids);
 

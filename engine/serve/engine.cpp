@@ -42,9 +42,9 @@ Engine::Engine(Model& model, EngineConfig config)
         config_.kv_cache_memory, " bytes is more than 2^31 blocks; use a larger --block-size");
   num_blocks_ = static_cast<int>(blocks);
   if (!config_.log) config_.log = [](const std::string& line) { std::cerr << "servelab: " << line << "\n"; };
-  cache_ = model_.make_kv_cache(num_blocks_, config_.block_size);
   kv_manager_ = std::make_unique<KVCacheManager>(num_blocks_, config_.block_size);
   scheduler_ = std::make_unique<Scheduler>(config_.scheduler, *kv_manager_, config_.log);
+  cache_ = model_.make_kv_cache(num_blocks_, config_.block_size);  // last: every setting is checked before memory is taken
 }
 
 double Engine::now() const { return now_seconds() - clock_zero_; }
@@ -52,6 +52,7 @@ double Engine::now() const { return now_seconds() - clock_zero_; }
 int Engine::add_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
                         std::vector<std::int32_t> stop_token_ids, double arrival) {
   const ModelConfig& c = model_.config();
+  sampling.validate();
   check(!prompt.empty(), "prompt is empty (expected at least one token)");
   check(max_tokens >= 1, "--max-new-tokens must be >= 1, got ", max_tokens);
   for (std::int32_t id : prompt)

@@ -185,6 +185,7 @@ int main(int argc, char** argv) {
 
     Report report("04_paged_attention", o.out);
     describe_run(report, *model, o);
+    report.setting("timing", "one serving run per policy, on the engine clock (no repeats: a server runs once)");
     report.setting("technique", "paged KV blocks and continuous batching (Techniques::paged_kv_cache, "
                                 "continuous_batching) over lab 02's KV cache, against one request at a time");
     report.setting("workload", summarize_workload(workload).describe() + ", arrivals " + spec.arrivals.describe() +
