@@ -59,18 +59,24 @@ struct Sim {
   }
 
   static std::string name(int id) { return std::string(1, static_cast<char>('A' + id)); }
+  /// Names of @p queue separated by spaces.
+  template <typename Queue>
+  static std::string names(const Queue& queue) {
+    std::string s;
+    for (const Request* r : queue) {
+      if (!s.empty()) s += ' ';
+      s += name(r->request_id);
+    }
+    return s;
+  }
 
   /// Waiting queue as names, front first, e.g. "B C".
   std::string waiting() const {
-    std::string s;
-    for (const Request* r : scheduler.waiting()) s += (s.empty() ? "" : " ") + name(r->request_id);
-    return s;
+    return names(scheduler.waiting());
   }
   /// Running set as names, oldest first.
   std::string running() const {
-    std::string s;
-    for (const Request* r : scheduler.running()) s += (s.empty() ? "" : " ") + name(r->request_id);
-    return s;
+    return names(scheduler.running());
   }
   Ids outputs(const Request& r) const { return Ids(r.output_token_ids().begin(), r.output_token_ids().end()); }
   Ids table(const Request& r) const { return kv.block_table(r.request_id).block_ids(); }
