@@ -74,10 +74,17 @@ struct TwoLayouts {
     // NaN everywhere a sequence's row is not: reading a wrong row poisons the output.
     pk.assign(static_cast<std::size_t>(pool_blocks) * bs * dim, NAN);
     pv = pk;
-    const KVView paged = view_paged();
+    scatter(k, v, L, table, bs, pk, pv);
+  }
+  /// Copies contiguous rows 0..L-1 to the rows a block table gives them, by the formula written out here
+  /// (not through KVView, so a wrong KVView::row() cannot agree with itself): table[t / bs] * bs + t % bs.
+  static void scatter(const std::vector<float>& k, const std::vector<float>& v, int L, const Ids& table, int bs,
+                      std::vector<float>& pk, std::vector<float>& pv) {
+    const auto dim = static_cast<std::size_t>(kShape.num_kv_heads * kShape.head_dim);
     for (int t = 0; t < L; ++t) {
-      std::copy_n(k.data() + t * dim, dim, paged.key(t));
-      std::copy_n(v.data() + t * dim, dim, paged.value(t));
+      const std::size_t row = static_cast<std::size_t>(table[static_cast<std::size_t>(t / bs)]) * bs + t % bs;
+      std::copy_n(k.data() + t * dim, dim, pk.data() + row * dim);
+      std::copy_n(v.data() + t * dim, dim, pv.data() + row * dim);
     }
   }
   KVView view_contiguous() { return KVView{k.data(), v.data(), static_cast<std::size_t>(kv_dim), nullptr, 0}; }
@@ -193,11 +200,7 @@ TEST_CASE("a ragged batch of paged sequences sharing one block pool gives each s
   int row = 0;
   for (std::size_t i = 0; i < alone.size(); ++i) {
     const KVView paged{pk.data(), pv.data(), static_cast<std::size_t>(kv_dim), tables[i].data(), bs};
-    const KVView src = alone[i].view_contiguous();
-    for (int t = 0; t < shapes[i].context; ++t) {
-      std::copy_n(src.key(t), kv_dim, paged.key(t));
-      std::copy_n(src.value(t), kv_dim, paged.value(t));
-    }
+    TwoLayouts::scatter(alone[i].k, alone[i].v, shapes[i].context, tables[i], bs, pk, pv);
     batch.push_back({row, shapes[i].num_new, shapes[i].context - shapes[i].num_new, paged});
     row += shapes[i].num_new;
   }
