@@ -77,6 +77,7 @@ void check_block_accounting(const Engine& engine) {
 struct Run {
   std::vector<Ids> outputs;
   int num_preemptions = 0;
+  int preempted_after_output = 0;  // preemptions of a request that had emitted tokens (its resumption recomputes them)
   int max_running = 0;
   std::vector<std::string> log;
 };
@@ -94,7 +95,12 @@ Run run_engine(Model& model, EngineConfig config, bool seeded, const std::vector
         index_of[engine.add_request(kPrompts[i], sampling_for(seeded, i), kMaxTokens)] = i;
         ++added;
       }
+    std::map<int, int> preemptions_before;
+    for (const Request* r : engine.requests()) preemptions_before[r->request_id] = r->num_preemptions;
     engine.step();
+    for (const Request* r : engine.requests())
+      if (r->num_preemptions > preemptions_before[r->request_id] && r->num_output_tokens() > 0)
+        ++run.preempted_after_output;
     check_block_accounting(engine);
     run.num_preemptions += engine.last_step().num_preempted;
     run.max_running = std::max(run.max_running, engine.last_step().num_scheduled_requests);
@@ -125,7 +131,7 @@ EngineConfig config_for(SchedulingPolicy policy, int max_num_seqs) {
 
 }  // namespace
 
-TEST_CASE("a request yields the same tokens alone, batched statically, batched continuously and preempted",
+TEST_CASE("a request yields the same tokens alone and batched statically and batched continuously and preempted",
           "[engine][identity][deterministic]") {
   auto model = tiny_model();
   for (bool seeded : {false, true}) {
@@ -156,6 +162,7 @@ TEST_CASE("a request yields the same tokens alone, batched statically, batched c
       small.kv_cache_memory = 8 * kv_cache_bytes_for(model->config(), 1, small.block_size);
       const Run pre = run_engine(*model, small, seeded, {0, 0, 0, 0});
       CHECK(pre.num_preemptions >= 1);
+      CHECK(pre.preempted_after_output >= 1);
       REQUIRE(pre.log.size() == static_cast<std::size_t>(pre.num_preemptions));
       CHECK_THAT(pre.log[0], Catch::Contains("preempted request") && Catch::Contains("computed tokens thrown away"));
       CHECK(pre.outputs == alone);
