@@ -22,6 +22,7 @@ Summary summarize(const std::vector<double>& samples) {
   check(!samples.empty(), "summary of an empty sample");
   Summary s;
   s.median = percentile(samples, 50.0);
+  s.p90 = percentile(samples, 90.0);
   s.p99 = percentile(samples, 99.0);
   s.min = *std::min_element(samples.begin(), samples.end());
   s.max = *std::max_element(samples.begin(), samples.end());

@@ -20,6 +20,7 @@ double percentile(std::vector<double> samples, double q);
 /// Summary of repeated measurements, in the samples' unit.
 struct Summary {
   double median = 0;  ///< p50
+  double p90 = 0;     ///< 90th percentile
   double p99 = 0;     ///< 99th percentile
   double min = 0;     ///< smallest sample
   double max = 0;     ///< largest sample

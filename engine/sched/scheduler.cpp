@@ -27,6 +27,8 @@ Scheduler::Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache_man
   check(config.max_num_seqs >= 1, "--max-num-seqs must be >= 1, got ", config.max_num_seqs);
   check(config.max_num_batched_tokens >= 1, "--max-num-batched-tokens must be >= 1, got ",
         config.max_num_batched_tokens);
+  check(config.long_prefill_token_threshold >= 0, "--long-prefill-token-threshold must be >= 0, got ",
+        config.long_prefill_token_threshold);
 }
 
 void Scheduler::add_request(Request* request) {
@@ -65,14 +67,22 @@ bool Scheduler::may_admit() const {
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
   int budget = config_.max_num_batched_tokens;
-  // A request larger than the budget would never run; it may run alone (nothing else scheduled yet).
-  const auto fits_budget = [&](int n) { return n <= budget || out.scheduled.empty(); };
+  // Tokens a request with `uncomputed` tokens gets in this step; 0 = none this step.
+  const auto tokens_for = [&](int uncomputed) {
+    if (config_.enable_chunked_prefill) {
+      int n = std::min(uncomputed, budget);
+      if (config_.long_prefill_token_threshold > 0) n = std::min(n, config_.long_prefill_token_threshold);
+      return n;
+    }
+    // Whole requests only. One larger than the budget would never run: it may run alone.
+    return uncomputed <= budget || out.scheduled.empty() ? uncomputed : 0;
+  };
 
   // 1. Running requests, oldest first; preempt the newest when blocks run out.
   for (std::size_t i = 0; i < running_.size();) {
     Request* r = running_[i];
-    const int n = r->num_uncomputed_tokens();
-    if (!fits_budget(n)) {
+    const int n = tokens_for(r->num_uncomputed_tokens());
+    if (n == 0) {
       ++i;  // waits for a later step
       continue;
     }
@@ -97,8 +107,8 @@ SchedulerOutput Scheduler::schedule() {
                                   : static_cast<std::size_t>(config_.max_num_seqs);
     while (!waiting_.empty() && running_.size() < limit) {
       Request* r = waiting_.front();
-      const int n = r->num_uncomputed_tokens();
-      if (!fits_budget(n) || !kv_.allocate_slots(*r, n)) break;  // FCFS: nobody overtakes the head
+      const int n = tokens_for(r->num_uncomputed_tokens());
+      if (n == 0 || !kv_.allocate_slots(*r, n)) break;  // FCFS: nobody overtakes the head
       waiting_.pop_front();
       r->status = RequestStatus::RUNNING;
       running_.push_back(r);

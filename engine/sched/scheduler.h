@@ -13,10 +13,19 @@
  * | continuous | at any step, while max_num_seqs, the token budget and the KV blocks allow | continuous batching |
  *
  * Every step, running requests are scheduled first (oldest first), then
- * waiting ones in arrival order (FCFS). A request is scheduled whole: all of
- * its uncomputed tokens at once (its prompt, or its newest token), so a
- * prompt must fit max_num_batched_tokens; splitting prompts is lab 06's
- * chunked prefill. When the KV blocks run out, the newest running request
+ * waiting ones in arrival order (FCFS). Without chunked prefill a request is
+ * scheduled whole: all of its uncomputed tokens at once (its prompt, or its
+ * newest token), so a prompt must fit max_num_batched_tokens. With chunked
+ * prefill (lab 06) a request gets min(uncomputed, budget left,
+ * long_prefill_token_threshold) tokens: the running requests' decodes come
+ * first, and prompts fill what is left of the budget, a chunk per step,
+ * meeting again in the KV cache:
+ * @verbatim
+ *  budget 512, threshold 256, a 1,000-token prompt beside 4 decodes:
+ *  step 1: 4 decodes + 256 prompt tokens   step 3: 4 + 256
+ *  step 2: 4 decodes + 256                 step 4: 4 + 232, then its first token is sampled
+ * @endverbatim
+ * When the KV blocks run out, the newest running request
  * is preempted: its blocks are freed, its progress is thrown away, and it
  * goes back to the front of the waiting queue to be recomputed later
  * (vLLM's preemption by recompute).
@@ -45,7 +54,11 @@ SchedulingPolicy parse_scheduling_policy(const std::string& text, const std::str
 struct SchedulerConfig {
   SchedulingPolicy policy = SchedulingPolicy::CONTINUOUS;  ///< when waiting requests join
   int max_num_seqs = 16;               ///< most requests in one step (the batch size); 1 for one_at_a_time
-  int max_num_batched_tokens = 2048;   ///< most tokens in one step (the token budget); a whole prompt must fit
+  int max_num_batched_tokens = 2048;   ///< most tokens in one step (the token budget); without chunking a whole prompt must fit
+  /// --enable-chunked-prefill (lab 06): a prompt may be split over steps, so no step exceeds the budget.
+  bool enable_chunked_prefill = false;
+  /// --long-prefill-token-threshold: with chunking, most tokens of one request in one step; 0 = only the budget limits.
+  int long_prefill_token_threshold = 0;
 };
 
 /// One request's share of a step.

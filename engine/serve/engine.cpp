@@ -65,9 +65,11 @@ int Engine::add_request(std::span<const std::int32_t> prompt, const SamplingPara
     fail("prompt (", prompt.size(), " tokens) + --max-new-tokens (", max_tokens, ") = ", total, " exceeds ", limit,
          " of model ", c.name);
   }
-  check(static_cast<long>(prompt.size()) <= config_.scheduler.max_num_batched_tokens, "prompt of ", prompt.size(),
+  check(config_.scheduler.enable_chunked_prefill ||
+            static_cast<long>(prompt.size()) <= config_.scheduler.max_num_batched_tokens,
+        "prompt of ", prompt.size(),
         " tokens exceeds --max-num-batched-tokens ", config_.scheduler.max_num_batched_tokens,
-        " (a whole prompt must fit one step; chunked prefill is lab 06)");
+        " (a whole prompt must fit one step; --enable-chunked-prefill splits it)");
   const int blocks = kv_manager_->num_blocks_for(total);
   check(blocks <= num_blocks_, "request of up to ", total, " tokens needs ", blocks, " KV blocks but the whole cache has ",
         num_blocks_, " (", config_.kv_cache_memory, " bytes); raise --kv-cache-memory or shorten the request");
@@ -100,6 +102,9 @@ std::vector<RequestOutput> Engine::step() {
       Request& r = *s.request;
       if (r.times.first_scheduled < 0) r.times.first_scheduled = last_.start;
       const bool samples = r.num_computed_tokens + s.num_new_tokens == r.num_tokens();
+      // A decode feeds the newest output token; anything else is prompt (or recomputation) work.
+      const bool decode = s.num_new_tokens == 1 && samples && r.num_output_tokens() > 0;
+      (decode ? last_.num_decode_tokens : last_.num_prefill_tokens) += s.num_new_tokens;
       batch.add(kv_manager_->block_table(r.request_id).block_ids(), r.num_computed_tokens,
                 r.all_token_ids().subspan(static_cast<std::size_t>(r.num_computed_tokens),
                                           static_cast<std::size_t>(s.num_new_tokens)),

@@ -49,6 +49,8 @@ struct EngineConfig {
 struct StepStats {
   int num_scheduled_requests = 0;  ///< requests in the batch
   int num_scheduled_tokens = 0;    ///< token rows in the batch
+  int num_decode_tokens = 0;       ///< of which newest tokens of requests that have output (decodes)
+  int num_prefill_tokens = 0;      ///< of which prompt (or recomputed) tokens
   int num_sampled = 0;             ///< tokens emitted
   int num_running = 0;             ///< running after the step
   int num_waiting = 0;             ///< waiting after the step

@@ -19,7 +19,7 @@ RequestMetrics RequestMetrics::from(const RequestTimes& t) {
   return m;
 }
 
-ServingMetrics summarize_requests(const std::vector<const Request*>& requests) {
+ServingMetrics summarize_requests(const std::vector<const Request*>& requests, const SLO& slo) {
   ServingMetrics s;
   std::vector<double> ttft, tpot, itl, e2e;
   double first_arrival = 0, last_token = 0;
@@ -30,6 +30,7 @@ ServingMetrics summarize_requests(const std::vector<const Request*>& requests) {
     last_token = s.num_requests == 0 ? r->times.token_times.back() : std::max(last_token, r->times.token_times.back());
     ++s.num_requests;
     s.output_tokens += m.output_tokens;
+    if ((slo.ttft <= 0 || m.ttft <= slo.ttft) && (slo.tpot <= 0 || m.tpot <= slo.tpot)) ++s.num_meeting_slo;
     ttft.push_back(m.ttft);
     e2e.push_back(m.e2e);
     if (m.output_tokens >= 2) tpot.push_back(m.tpot);
@@ -38,6 +39,8 @@ ServingMetrics summarize_requests(const std::vector<const Request*>& requests) {
   check(s.num_requests > 0, "serving metrics: no request emitted a token");
   s.duration = last_token - first_arrival;
   s.output_tokens_per_second = s.duration > 0 ? static_cast<double>(s.output_tokens) / s.duration : 0.0;
+  s.requests_per_second = s.duration > 0 ? s.num_requests / s.duration : 0.0;
+  s.goodput = s.duration > 0 ? s.num_meeting_slo / s.duration : 0.0;
   s.ttft = summarize(ttft);
   s.e2e = summarize(e2e);
   if (!tpot.empty()) s.tpot = summarize(tpot);

@@ -35,6 +35,12 @@ struct RequestMetrics {
   static RequestMetrics from(const RequestTimes& times);
 };
 
+/// Service-level objectives a request must meet to count toward goodput, seconds; 0 = no limit.
+struct SLO {
+  double ttft = 0;  ///< most time to first token
+  double tpot = 0;  ///< most time per output token
+};
+
 /// A serving run's headline numbers over finished requests.
 struct ServingMetrics {
   int num_requests = 0;             ///< requests with at least one token
@@ -45,12 +51,15 @@ struct ServingMetrics {
   Summary tpot;                     ///< over requests with 2+ tokens, seconds (zeros when none)
   Summary itl;                      ///< over every gap of every request, seconds (zeros when none)
   Summary e2e;                      ///< over requests, seconds
+  double requests_per_second = 0;   ///< num_requests / duration
+  int num_meeting_slo = 0;          ///< requests whose TTFT and TPOT met the SLO
+  double goodput = 0;               ///< num_meeting_slo / duration: requests per second that met the SLO (DistServe)
 };
 
 /**
  * @brief Summarises @p requests (those without an output token are skipped).
  * @throws Error when none has an output token.
  */
-ServingMetrics summarize_requests(const std::vector<const Request*>& requests);
+ServingMetrics summarize_requests(const std::vector<const Request*>& requests, const SLO& slo = {});
 
 }  // namespace servelab
