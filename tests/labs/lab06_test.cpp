@@ -1,0 +1,37 @@
+// Grading tests of lab 06's own run (ctest -L lab06): the head-of-line
+// experiment splits the long prompt over steps without changing a token, and
+// the budget sweep serves the same tokens at every budget. No time is asserted.
+#include "core/error.h"
+#include "lab_runner.h"
+#include "serve/ladder.h"
+#include "test_util.h"
+
+using namespace servelab;
+
+TEST_CASE("lab 06 = lab 04 + chunked prefill", "[lab06]") {
+  CHECK_FALSE(Techniques::for_lab(4).chunked_prefill);
+  CHECK(Techniques::for_lab(6).chunked_prefill);
+  CHECK(Techniques::for_lab(6).continuous_batching);
+}
+
+TEST_CASE("lab 06 --quick splits the long prompt and keeps every token", "[lab06]") {
+  test::ScratchDir out("lab06");
+  const auto [r, dir, results] = test::run_lab_quick(LAB06_EXE, "06_chunked_prefill", out.path());
+  const auto& hol = test::table(results, "head_of_line");
+  REQUIRE(hol["rows"].size() == 2);
+  const auto prefill_steps = test::column(hol, "steps with prefill"), hash = test::column(hol, "tokens hash");
+  CHECK(hol["rows"][0][prefill_steps] == 1);  // no chunking: the 512-token prompt in one step
+  CHECK(hol["rows"][1][prefill_steps] == 5);  // budget 128 beside 4 decodes: 124 + 124 + 124 + 124 + 16
+  CHECK(hol["rows"][0][hash] == hol["rows"][1][hash]);
+  const auto& sweep = test::table(results, "budget_sweep");
+  REQUIRE(sweep["rows"].size() == 2);
+  CHECK(sweep["rows"][0][test::column(sweep, "tokens hash")] == sweep["rows"][1][test::column(sweep, "tokens hash")]);
+  CHECK(std::filesystem::exists(dir / "head_of_line_steps.csv"));
+}
+
+TEST_CASE("lab 06 refuses bad flags with one error naming the flag", "[lab06]") {
+  const std::string lab = LAB06_EXE;
+  test::check_refused(lab + " --quick --budgets 0 --out /tmp", "--budgets");
+  test::check_refused(lab + " --quick --long-prompt 100000 --out /tmp", "--long-prompt");
+  test::check_refused(lab + " --quick --slo-tpot-ms 0 --out /tmp", "--slo-tpot-ms");
+}
