@@ -19,17 +19,29 @@ constexpr std::size_t kDefaultMaxKVBytes = std::size_t{4} << 30;
 }  // namespace
 
 Engine::Engine(Model& model, EngineConfig config)
-    : model_(model), config_(std::move(config)), clock_zero_(now_seconds()) {
-  const ModelConfig& c = model_.config();
+    : model_(&model), config_(std::move(config)), clock_zero_(now_seconds()) {
+  if (config_.gpu_memory_utilization > 0)
+    config_.kv_cache_memory = model.device_kv_memory(config_.gpu_memory_utilization);
+  init(model.config(), kv_cache_bytes_for(model.config(), 1, 1));
+  cache_ = model.make_kv_cache(num_blocks_, config_.block_size);  // last: every setting is checked before memory is taken
+}
+
+Engine::Engine(const SimulatedModel& model, EngineConfig config)
+    : sim_(model), config_(std::move(config)), clock_zero_(now_seconds()) {
+  check(config_.gpu_memory_utilization == 0, "--gpu-memory-utilization: a simulated engine takes --kv-cache-memory");
+  const ModelConfig& c = model.config;
+  init(c, 2 * static_cast<std::size_t>(c.num_hidden_layers) * static_cast<std::size_t>(c.kv_dim()) *
+              dtype_size(model.dtypes.kv));
+}
+
+void Engine::init(const ModelConfig& c, std::size_t kv_bytes_per_token) {
   if (config_.max_model_len == 0) config_.max_model_len = c.max_position_embeddings;
   check(config_.max_model_len >= 1 && config_.max_model_len <= c.max_position_embeddings,
         "--max-model-len must be in [1, ", c.max_position_embeddings, "] (max_position_embeddings of model ", c.name,
         "), got ", config_.max_model_len);
   check(config_.block_size >= 1, "--block-size must be >= 1, got ", config_.block_size);
-  const std::size_t block_bytes = kv_cache_bytes_for(c, 1, config_.block_size);
-  if (config_.gpu_memory_utilization > 0) {
-    config_.kv_cache_memory = model_.device_kv_memory(config_.gpu_memory_utilization);
-  } else if (config_.kv_cache_memory == 0) {
+  const std::size_t block_bytes = kv_bytes_per_token * static_cast<std::size_t>(config_.block_size);
+  if (config_.kv_cache_memory == 0) {
     const std::size_t per_seq = block_bytes * static_cast<std::size_t>(
         (config_.max_model_len + config_.block_size - 1) / config_.block_size);
     config_.kv_cache_memory = std::min(kDefaultMaxKVBytes,
@@ -44,14 +56,18 @@ Engine::Engine(Model& model, EngineConfig config)
   if (!config_.log) config_.log = [](const std::string& line) { std::cerr << "servelab: " << line << "\n"; };
   kv_manager_ = std::make_unique<KVCacheManager>(num_blocks_, config_.block_size);
   scheduler_ = std::make_unique<Scheduler>(config_.scheduler, *kv_manager_, config_.log);
-  cache_ = model_.make_kv_cache(num_blocks_, config_.block_size);  // last: every setting is checked before memory is taken
 }
 
-double Engine::now() const { return now_seconds() - clock_zero_; }
+KVCache& Engine::kv_cache() {
+  check(cache_ != nullptr, "engine: a simulated engine has no KV storage");
+  return *cache_;
+}
+
+double Engine::now() const { return sim_ ? sim_clock_ : now_seconds() - clock_zero_; }
 
 int Engine::add_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
                         std::vector<std::int32_t> stop_token_ids, double arrival) {
-  const ModelConfig& c = model_.config();
+  const ModelConfig& c = model_ ? model_->config() : sim_->config;
   sampling.validate();
   check(!prompt.empty(), "prompt is empty (expected at least one token)");
   check(max_tokens >= 1, "--max-new-tokens must be >= 1, got ", max_tokens);
@@ -97,6 +113,7 @@ std::vector<RequestOutput> Engine::step() {
   std::vector<RequestOutput> outputs;
   if (!out.empty()) {
     Batch batch;
+    std::vector<SeqShape> shapes;    // what a simulated step costs
     std::vector<Request*> sampling;  // requests that catch up with their tokens in this step get one
     for (const ScheduledRequest& s : out.scheduled) {
       Request& r = *s.request;
@@ -105,23 +122,37 @@ std::vector<RequestOutput> Engine::step() {
       // A decode feeds the newest output token; anything else is prompt (or recomputation) work.
       const bool decode = s.num_new_tokens == 1 && samples && r.num_output_tokens() > 0;
       (decode ? last_.num_decode_tokens : last_.num_prefill_tokens) += s.num_new_tokens;
-      batch.add(kv_manager_->block_table(r.request_id).block_ids(), r.num_computed_tokens,
-                r.all_token_ids().subspan(static_cast<std::size_t>(r.num_computed_tokens),
-                                          static_cast<std::size_t>(s.num_new_tokens)),
-                samples ? LogitsFor::Last : LogitsFor::None);
+      if (sim_) {
+        shapes.push_back({r.num_computed_tokens, s.num_new_tokens});
+      } else {
+        batch.add(kv_manager_->block_table(r.request_id).block_ids(), r.num_computed_tokens,
+                  r.all_token_ids().subspan(static_cast<std::size_t>(r.num_computed_tokens),
+                                            static_cast<std::size_t>(s.num_new_tokens)),
+                  samples ? LogitsFor::Last : LogitsFor::None);
+      }
       if (samples) sampling.push_back(&r);
     }
-    const std::vector<float> logits = model_.forward(batch, *cache_);
-    const auto V = static_cast<std::size_t>(model_.config().vocab_size);
     std::vector<std::int32_t> tokens;
-    for (std::size_t i = 0; i < sampling.size(); ++i)
-      tokens.push_back(sampling[i]->sampler.sample(std::span(logits).subspan(i * V, V)));
-    const double t2 = now_seconds();
-    scheduler_->update_from_output(out, tokens, now(), config_.enable_kv_cache);
+    if (sim_) {
+      // No model: the cost model says how long this step would take, and every request gets token 0.
+      last_.forward_seconds = sim_->cost.predict(
+          step_work(sim_->config, sim_->dtypes, shapes, static_cast<std::int64_t>(sampling.size())));
+      sim_clock_ += last_.forward_seconds;
+      tokens.assign(sampling.size(), 0);
+      scheduler_->update_from_output(out, tokens, now(), config_.enable_kv_cache);
+      last_.schedule_seconds = t1 - t0;
+    } else {
+      const std::vector<float> logits = model_->forward(batch, *cache_);
+      const auto V = static_cast<std::size_t>(model_->config().vocab_size);
+      for (std::size_t i = 0; i < sampling.size(); ++i)
+        tokens.push_back(sampling[i]->sampler.sample(std::span(logits).subspan(i * V, V)));
+      const double t2 = now_seconds();
+      scheduler_->update_from_output(out, tokens, now(), config_.enable_kv_cache);
+      last_.forward_seconds = t2 - t1;
+      last_.schedule_seconds = (t1 - t0) + (now_seconds() - t2);
+    }
     for (std::size_t i = 0; i < sampling.size(); ++i)
       outputs.push_back({sampling[i]->request_id, tokens[i], sampling[i]->finish_reason});
-    last_.forward_seconds = t2 - t1;
-    last_.schedule_seconds = (t1 - t0) + (now_seconds() - t2);
   } else {
     last_.schedule_seconds = t1 - t0;
   }

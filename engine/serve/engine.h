@@ -14,6 +14,14 @@
  * thread. Every request's KV lives in one KVCache of num_blocks blocks of
  * block_size tokens, sized from a memory budget; the contiguous cache of
  * labs 01-03 is the same engine with one block per request.
+ *
+ * Two clocks. Built on a Model, a step runs the model and the engine's clock
+ * is the wall clock. Built on a SimulatedModel, a step runs no model: the
+ * cost model predicts how long the step's FLOPs and bytes would take on some
+ * hardware, the engine's clock advances by that much, and every request
+ * gets a dummy token. The scheduler, the KV blocks and the metrics are the
+ * same code either way, so a laptop can replay serving at GPU scale (labs
+ * 06 and 07); such numbers are simulated, and the labs say so.
  */
 #pragma once
 
@@ -22,11 +30,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "model/model.h"
+#include "perf/cost_model.h"
 #include "sched/kv_cache_manager.h"
 #include "sched/scheduler.h"
 
@@ -43,6 +53,13 @@ struct EngineConfig {
   int max_model_len = 0;              ///< --max-model-len: longest prompt + output; 0 = the model's max_position_embeddings
   bool enable_kv_cache = true;        ///< false recomputes every sequence in full at every step (lab 01)
   std::function<void(const std::string&)> log;  ///< preemption lines; empty = stderr
+};
+
+/// What a simulated engine runs instead of a model.
+struct SimulatedModel {
+  ModelConfig config;  ///< the model's shape (weights are never made)
+  CostModel cost;      ///< predicts each step's seconds from its FLOPs and bytes
+  StepDtypes dtypes;   ///< bytes per element of weights, activations and KV (the KV budget uses dtypes.kv)
 };
 
 /// What one step did, for timelines and meters.
@@ -77,6 +94,12 @@ class Engine {
    *         holds no block, or max_model_len exceeds the model's.
    */
   Engine(Model& model, EngineConfig config);
+  /**
+   * @brief A simulated engine: the same scheduler and KV blocks on a clock
+   *        advanced by @p model's cost model (no model runs, no KV is allocated).
+   * @throws Error as the real constructor; kv_cache_memory (or its default) sizes the blocks.
+   */
+  Engine(const SimulatedModel& model, EngineConfig config);
 
   /**
    * @brief Queues a request; it runs in a later step().
@@ -105,8 +128,10 @@ class Engine {
   std::vector<const Request*> requests() const;
   /// Forgets finished request @p request_id (a long-running server calls this after reporting it).
   void release_request(int request_id);
-  /// Seconds on the engine clock (0 at construction).
+  /// Seconds on the engine clock (0 at construction): wall time, or simulated time.
   double now() const;
+  /// True when built on a SimulatedModel.
+  bool simulated() const { return sim_.has_value(); }
 
   /// Stats of the most recent step.
   const StepStats& last_step() const { return last_; }
@@ -114,15 +139,20 @@ class Engine {
   const Scheduler& scheduler() const { return *scheduler_; }
   /// Block bookkeeping.
   const KVCacheManager& kv_cache_manager() const { return *kv_manager_; }
-  /// The KV storage (export/import, bytes).
-  KVCache& kv_cache() { return *cache_; }
+  /// The KV storage (export/import, bytes). @throws Error for a simulated engine, which has none.
+  KVCache& kv_cache();
   /// The settings, with the derived max_model_len and KV memory filled in.
   const EngineConfig& config() const { return config_; }
   /// KV blocks in the cache.
   int num_blocks() const { return num_blocks_; }
 
  private:
-  Model& model_;
+  /// Sizes the blocks and makes the scheduler (both constructors).
+  void init(const ModelConfig& config, std::size_t kv_bytes_per_token);
+
+  Model* model_ = nullptr;             // the model that runs the steps; null when simulated
+  std::optional<SimulatedModel> sim_;  // set when simulated
+  double sim_clock_ = 0;               // simulated seconds so far
   EngineConfig config_;
   int num_blocks_ = 0;
   double clock_zero_;
