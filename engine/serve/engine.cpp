@@ -58,6 +58,11 @@ void Engine::init(const ModelConfig& c, std::size_t kv_bytes_per_token) {
   scheduler_ = std::make_unique<Scheduler>(config_.scheduler, *kv_manager_, config_.log);
 }
 
+void Engine::advance_clock_to(double seconds) {
+  check(sim_.has_value(), "engine: only a simulated engine's clock can be moved");
+  sim_clock_ = std::max(sim_clock_, seconds);
+}
+
 KVCache& Engine::kv_cache() {
   check(cache_ != nullptr, "engine: a simulated engine has no KV storage");
   return *cache_;
@@ -113,7 +118,7 @@ std::vector<RequestOutput> Engine::step() {
   std::vector<RequestOutput> outputs;
   if (!out.empty()) {
     Batch batch;
-    std::vector<SeqShape> shapes;    // what a simulated step costs
+    std::vector<SeqShape> shapes;    // the step's work, for the stats and the simulated clock
     std::vector<Request*> sampling;  // requests that catch up with their tokens in this step get one
     for (const ScheduledRequest& s : out.scheduled) {
       Request& r = *s.request;
@@ -122,9 +127,8 @@ std::vector<RequestOutput> Engine::step() {
       // A decode feeds the newest output token; anything else is prompt (or recomputation) work.
       const bool decode = s.num_new_tokens == 1 && samples && r.num_output_tokens() > 0;
       (decode ? last_.num_decode_tokens : last_.num_prefill_tokens) += s.num_new_tokens;
-      if (sim_) {
-        shapes.push_back({r.num_computed_tokens, s.num_new_tokens});
-      } else {
+      shapes.push_back({r.num_computed_tokens, s.num_new_tokens});
+      if (!sim_) {
         batch.add(kv_manager_->block_table(r.request_id).block_ids(), r.num_computed_tokens,
                   r.all_token_ids().subspan(static_cast<std::size_t>(r.num_computed_tokens),
                                             static_cast<std::size_t>(s.num_new_tokens)),
@@ -133,10 +137,13 @@ std::vector<RequestOutput> Engine::step() {
       if (samples) sampling.push_back(&r);
     }
     std::vector<std::int32_t> tokens;
+    const auto logits_rows = static_cast<std::int64_t>(sampling.size());
+    last_.work = sim_ ? step_work(sim_->config, sim_->dtypes, shapes, logits_rows)
+                      : step_work(model_->config(), {model_->options().weight_dtype, DType::F32, DType::F32}, shapes,
+                                  logits_rows);
     if (sim_) {
       // No model: the cost model says how long this step would take, and every request gets token 0.
-      last_.forward_seconds = sim_->cost.predict(
-          step_work(sim_->config, sim_->dtypes, shapes, static_cast<std::int64_t>(sampling.size())));
+      last_.forward_seconds = sim_->cost.predict(last_.work);
       sim_clock_ += last_.forward_seconds;
       tokens.assign(sampling.size(), 0);
       scheduler_->update_from_output(out, tokens, now(), config_.enable_kv_cache);

@@ -74,6 +74,7 @@ struct StepStats {
   int num_preempted = 0;           ///< preempted while scheduling this step
   int num_used_blocks = 0;         ///< KV blocks held after scheduling (during the forward pass)
   double start = 0;                ///< engine clock at the step's start, seconds
+  Work work;                       ///< the step's FLOPs and bytes, from the closed form (perf/work.h)
   double schedule_seconds = 0;     ///< time in schedule() and update_from_output()
   double forward_seconds = 0;      ///< Model::forward and sampling
 };
@@ -130,6 +131,12 @@ class Engine {
   void release_request(int request_id);
   /// Seconds on the engine clock (0 at construction): wall time, or simulated time.
   double now() const;
+  /**
+   * @brief A simulated engine with nothing to run skips ahead to @p seconds
+   *        (the next arrival); earlier times are ignored.
+   * @throws Error on a real engine, whose clock is the wall's.
+   */
+  void advance_clock_to(double seconds);
   /// True when built on a SimulatedModel.
   bool simulated() const { return sim_.has_value(); }
 

@@ -27,6 +27,11 @@ TEST_CASE("lab 06 --quick splits the long prompt and keeps every token", "[lab06
   REQUIRE(sweep["rows"].size() == 2);
   CHECK(sweep["rows"][0][test::column(sweep, "tokens hash")] == sweep["rows"][1][test::column(sweep, "tokens hash")]);
   CHECK(std::filesystem::exists(dir / "head_of_line_steps.csv"));
+  // The simulator: checked against the real sweep, then every GPU-scale row labelled simulated.
+  CHECK(test::table(results, "calibration")["rows"].size() == 2);
+  const auto& gpu = test::table(results, "gpu_simulated");
+  REQUIRE(gpu["rows"].size() == 3);
+  for (const auto& row : gpu["rows"]) CHECK(row[0].get<std::string>().find("(simulated)") != std::string::npos);
 }
 
 TEST_CASE("lab 06 refuses bad flags with one error naming the flag", "[lab06]") {
@@ -34,4 +39,6 @@ TEST_CASE("lab 06 refuses bad flags with one error naming the flag", "[lab06]") 
   test::check_refused(lab + " --quick --budgets 0 --out /tmp", "--budgets");
   test::check_refused(lab + " --quick --long-prompt 100000 --out /tmp", "--long-prompt");
   test::check_refused(lab + " --quick --slo-tpot-ms 0 --out /tmp", "--slo-tpot-ms");
+  test::check_refused(lab + " --quick --gpu B200 --out /tmp", "B200");
+  test::check_refused(lab + " --quick --gpu-rate 0 --out /tmp", "--gpu-rate");
 }
