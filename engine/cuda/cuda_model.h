@@ -31,6 +31,7 @@
  */
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -41,6 +42,17 @@
 #include "model/weights.h"
 
 namespace servelab {
+
+namespace cuda {
+struct AttentionRow;
+}
+
+/// What the CUDA backend did across its steps (for tests and benchmarks).
+struct CudaStepStats {
+  long steps = 0;         ///< forward() and forward_greedy() calls
+  long plan_growths = 0;  ///< times the buffers were (re)allocated: at make_kv_cache(), reserve(), or an outsized step
+  long graph_replays = 0; ///< decode steps that replayed a captured graph
+};
 
 /// The CUDA implementation behind Model (not thread-safe: one set of device buffers).
 class CudaModel final : public ModelBackend {
@@ -66,14 +78,38 @@ class CudaModel final : public ModelBackend {
    */
   std::vector<float> forward(const Batch& batch, KVCache& cache) override;
 
-  /// A CudaKVCache of @p num_blocks blocks of @p block_size tokens for this model.
+  /// forward() with the argmax of each logits row taken on the device; returns [rows] token ids.
+  std::vector<std::int32_t> forward_greedy(const Batch& batch, KVCache& cache) override;
+
+  /**
+   * @brief Sizes the step buffers for steps of up to @p max_tokens tokens over
+   *        @p max_seqs sequences now (the scheduler's max_num_batched_tokens
+   *        and max_num_seqs), so no later step within them allocates.
+   * @throws Error when max_seqs is not in [1, max_tokens], or out of memory.
+   */
+  void reserve(int max_tokens, int max_seqs) override;
+
+  /// Counters of steps, buffer growths and graph replays.
+  const CudaStepStats& stats() const;
+
+  /// Turns the CUDA Graph capture of decode steps on (the default) or off (every op launched one by one).
+  void set_graphs(bool on);
+
+  /// A CudaKVCache of @p num_blocks blocks of @p block_size tokens for this model; sizes the step buffers for it.
   std::unique_ptr<KVCache> make_kv_cache(int num_blocks, int block_size) const override;
 
   /// cudaMemGetInfo: free and total bytes of the current device.
   std::pair<std::size_t, std::size_t> memory_info() const override;
 
  private:
-  struct State;  // device weights, cuBLAS, workspace (cuda_model.cpp)
+  // Uploads the step's inputs, queues (or replays) its ops, downloads the result into pinned memory.
+  void run_step(const Batch& batch, KVCache& cache, bool greedy);
+  // Queues every op of the step; no allocation and no synchronising call (it may be captured into a graph).
+  void record_step(const Batch& batch, bool greedy);
+  // Attention of the step's T rows over S sequences; where the split-K decode kernel plugs in.
+  void attend(float* out, const float* qkv, const cuda::AttentionRow* rows, const KVView* views, int T, int S);
+
+  struct State;  // device weights, cuBLAS, buffers, graphs (cuda_model.cpp)
   std::unique_ptr<State> s_;
 };
 

@@ -44,7 +44,10 @@ Engine::Engine(Model& model, EngineConfig config)
   if (!config_.log) config_.log = [](const std::string& line) { std::cerr << "servelab: " << line << "\n"; };
   kv_manager_ = std::make_unique<KVCacheManager>(num_blocks_, config_.block_size);
   scheduler_ = std::make_unique<Scheduler>(config_.scheduler, *kv_manager_, config_.log);
-  cache_ = model_.make_kv_cache(num_blocks_, config_.block_size);  // last: every setting is checked before memory is taken
+  // Last: every setting is checked before memory is taken. The step buffers are sized here, once.
+  model_.reserve(std::max(1, config_.scheduler.max_num_batched_tokens),
+                 std::clamp(config_.scheduler.max_num_seqs, 1, std::max(1, config_.scheduler.max_num_batched_tokens)));
+  cache_ = model_.make_kv_cache(num_blocks_, config_.block_size);
 }
 
 double Engine::now() const { return now_seconds() - clock_zero_; }
@@ -106,11 +109,19 @@ std::vector<RequestOutput> Engine::step() {
                 samples ? LogitsFor::Last : LogitsFor::None);
       if (samples) sampling.push_back(&r);
     }
-    const std::vector<float> logits = model_.forward(batch, *cache_);
-    const auto V = static_cast<std::size_t>(model_.config().vocab_size);
+    // Every sampled request greedy: the model returns the argmax alone (on CUDA it picks on the
+    // device and copies back 4 bytes per request instead of a row of logits).
+    const bool all_greedy =
+        std::all_of(sampling.begin(), sampling.end(), [](const Request* r) { return r->sampler.greedy(); });
     std::vector<std::int32_t> tokens;
-    for (std::size_t i = 0; i < sampling.size(); ++i)
-      tokens.push_back(sampling[i]->sampler.sample(std::span(logits).subspan(i * V, V)));
+    if (all_greedy) {
+      tokens = model_.forward_greedy(batch, *cache_);
+    } else {
+      const std::vector<float> logits = model_.forward(batch, *cache_);
+      const auto V = static_cast<std::size_t>(model_.config().vocab_size);
+      for (std::size_t i = 0; i < sampling.size(); ++i)
+        tokens.push_back(sampling[i]->sampler.sample(std::span(logits).subspan(i * V, V)));
+    }
     const double t2 = now_seconds();
     scheduler_->update_from_output(out, tokens, now(), config_.enable_kv_cache);
     for (std::size_t i = 0; i < sampling.size(); ++i)
