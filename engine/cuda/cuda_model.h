@@ -8,18 +8,34 @@
  * (model/backend.h), when EngineOptions::backend is CUDA and forwards to it;
  * nothing else in the engine changes. One step:
  * @verbatim
- *  host: token ids, positions, each row's (sequence, position), the block
- *        tables, each (layer, sequence)'s KVView, logits rows  ── one upload ──►  device
- *  device: embedding → per layer [ rmsnorm → qkv GEMM (+bias) → RoPE on q and k
- *          → KV write → attention_naive → o GEMM → + residual → rmsnorm
- *          → gate/up GEMM → silu·mul → down GEMM → + residual ]
- *          → gather logits rows → rmsnorm → LM head GEMM
- *  device ── one download ──► host: [rows, vocab] logits
+ *  host: token ids, each row's (sequence, position), the block tables, each
+ *        (layer, sequence)'s KVView, logits rows  ── one async upload from pinned memory ──►  device
+ *  device: embedding → rmsnorm → per layer [ qkv GEMM → bias+RoPE+KV write (fused)
+ *          → attention → o GEMM → residual+rmsnorm (fused) → gate/up GEMM
+ *          → silu·mul → down GEMM → residual+next layer's rmsnorm (fused) ]
+ *          → gather logits rows → rmsnorm → LM head GEMM [→ argmax when greedy]
+ *  device ── one async download into pinned memory, one wait ──► host: [rows, vocab] logits or [rows] tokens
  * @endverbatim
+ * Built for decode, which is bound by the bytes of weights it reads:
+ * - Buffers are sized once, from the KV cache's capacity when the cache is
+ *   made (and by reserve()); a step inside that plan allocates nothing. A
+ *   larger step grows the plan once (stats().plan_growths counts it).
+ * - The norms and SiLU·mul emit the next GEMM's input in the weights' dtype
+ *   (bf16), so there is no separate narrowing pass; bias, RoPE and the KV
+ *   write are one kernel (cuda/fused.cu).
+ * - A decode step (one new token per sequence) is captured as a CUDA Graph
+ *   the first time its shape (batch size, logits rows, greedy or not) is
+ *   seen and replayed after that: one launch instead of ~10 per layer
+ *   (cuda/graph.h). Every per-step input sits at a fixed device address.
+ * - forward_greedy() takes the argmax on the device: 4 bytes per row come
+ *   back instead of a row of vocab_size floats.
+ * - The only host wait is the copy of the result; it also surfaces a fault
+ *   in any op of the step, even one with no logits rows.
  * Weights are uploaded once, at construction, in the model's weight dtype
  * (q/k/v and gate/up stacked, as on the CPU); the KV cache is a CudaKVCache.
- * Activations are f32 in device buffers that grow to the largest step seen.
- * Every op runs on the default stream; the final copy waits for them.
+ * Every op runs on this thread's default stream (cudaStreamPerThread).
+ * Attention is attend(): the naive kernel today, the split-K decode kernel
+ * (lab 05) for decode steps once it lands.
  *
  * Not the same bits as the CPU: cuBLAS and the block reductions sum in other
  * orders, and with bf16 weights the GEMM inputs are rounded to bf16 (see
