@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # GPU check: on a machine with a CUDA GPU, build servelab with its CUDA
-# backend, run every test labelled "gpu" (each op and whole generations
-# against the CPU backend), then benchmark the qwen2.5-0.5b shape in bf16
-# (prefill and decode tokens/s beside the GPU's measured copy bandwidth and
-# cuBLAS peak). Prints a short Markdown table last. Takes a few minutes on an
-# H200 (under 8). Exits non-zero, at once, where there is no GPU or no nvcc.
+# backend in a folder of its own, run every test labelled "gpu" (each op and
+# whole generations against the CPU backend), then benchmark the
+# qwen2.5-1.5b shape in bf16 and print two Markdown tables last: per op and
+# per step, time, achieved TFLOP/s or GB/s, and the fraction of the cuBLAS
+# bf16 peak or the copy bandwidth measured in the same run. Under 8 minutes on
+# an H200. Exits non-zero, at once, where there is no GPU or no nvcc.
 #
-# Usage: bash scripts/gpu-check.sh [build-dir]   (default: build, the release preset's)
+# Its own build folder (default build-gpu) because a build/ first configured
+# where nvcc was missing stays CPU-only: CMake caches that CUDA was not found.
+#
+# Usage: bash scripts/gpu-check.sh [build-dir]   (default: build-gpu)
+# Environment: GPU_CHECK_ARCH (default native: only this GPU's architecture,
+# half the nvcc time of the default sm_80 + sm_90 list).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${1:-$root/build}"
+build="${1:-$root/build-gpu}"
 start=$SECONDS
 say() { echo "gpu-check: $*" >&2; }
 
@@ -26,29 +32,35 @@ if [ -z "$gpus" ]; then
 fi
 say "GPU: $(echo "$gpus" | head -n 1)"
 
-# 2. Build with CUDA: the release preset, only what the check runs.
+# 2. Build with CUDA, only what the check runs. Warnings are errors, as in CI.
 jobs="$(nproc)"
-cmake -S "$root" -B "$build" --preset release >&2
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSERVELAB_WERROR=ON -DSERVELAB_BUILD_BENCH=ON \
+  -DCMAKE_CUDA_ARCHITECTURES="${GPU_CHECK_ARCH:-native}" >&2
 grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=/' "$build/CMakeCache.txt" ||
   { say "CMake did not enable CUDA in $build (see its CMakeCache.txt)"; exit 1; }
-cmake --build "$build" -j"$jobs" --target gpu_tests bench_cuda_speed servelab >&2
+cmake --build "$build" -j"$jobs" --target gpu_tests bench_cuda_speed >&2
 say "built in $((SECONDS - start)) s"
 
 # 3. The gpu tests. A skip here means the binaries saw no device: that is a failure.
 log="$build/gpu-check-ctest.log"
-if ! ctest --test-dir "$build" -L gpu -j2 --timeout 300 --output-on-failure --no-tests=error 2>&1 | tee "$log" >&2; then
+if ! ctest --test-dir "$build" -L gpu -j4 --timeout 240 --output-on-failure --no-tests=error 2>&1 | tee "$log" >&2; then
   say "gpu tests FAILED (log: $log)"
-  exit 1
+  tests_failed=1
+else
+  tests_failed=0
 fi
 if grep -q "(Skipped)\|Not Run" "$log"; then
   say "gpu tests were skipped although a GPU is present (log: $log)"
   exit 1
 fi
-tests="$(grep -o '[0-9]* tests failed out of [0-9]*' "$log" | tail -n 1)"
-say "gpu tests passed ($tests) at $((SECONDS - start)) s"
+tests="$(grep -o '[0-9]* tests failed out of [0-9]*' "$log" | tail -n 1 || true)"
+say "gpu tests done ($tests) at $((SECONDS - start)) s"
+# The worst errors the tests measured (WARN lines), for the tolerance comments.
+grep -h "worst |gpu" "$log" >&2 || true
 
-# 4. The benchmark; its table is the last thing printed.
+# 4. The benchmark, even when a test failed (its tables are still worth having); tables last.
 table="$build/gpu-check-bench.md"
-timeout 240 "$build/bench/bench_cuda_speed" >"$table"
+timeout 240 "$build/bench/bench_cuda_speed" >"$table" || say "bench_cuda_speed failed or timed out (partial table below)"
 say "done in $((SECONDS - start)) s"
 cat "$table"
+exit "$tests_failed"

@@ -8,18 +8,34 @@
  * (model/backend.h), when EngineOptions::backend is CUDA and forwards to it;
  * nothing else in the engine changes. One step:
  * @verbatim
- *  host: token ids, positions, each row's (sequence, position), the block
- *        tables, each (layer, sequence)'s KVView, logits rows  ── one upload ──►  device
- *  device: embedding → per layer [ rmsnorm → qkv GEMM (+bias) → RoPE on q and k
- *          → KV write → attention_naive → o GEMM → + residual → rmsnorm
- *          → gate/up GEMM → silu·mul → down GEMM → + residual ]
- *          → gather logits rows → rmsnorm → LM head GEMM
- *  device ── one download ──► host: [rows, vocab] logits
+ *  host: token ids, each row's (sequence, position), the block tables, each
+ *        (layer, sequence)'s KVView, logits rows  ── one async upload from pinned memory ──►  device
+ *  device: embedding → rmsnorm → per layer [ qkv GEMM → bias+RoPE+KV write (fused)
+ *          → attention → o GEMM → residual+rmsnorm (fused) → gate/up GEMM
+ *          → silu·mul → down GEMM → residual+next layer's rmsnorm (fused) ]
+ *          → gather logits rows → rmsnorm → LM head GEMM [→ argmax when greedy]
+ *  device ── one async download into pinned memory, one wait ──► host: [rows, vocab] logits or [rows] tokens
  * @endverbatim
+ * Built for decode, which is bound by the bytes of weights it reads:
+ * - Buffers are sized once, from the KV cache's capacity when the cache is
+ *   made (and by reserve()); a step inside that plan allocates nothing. A
+ *   larger step grows the plan once (stats().plan_growths counts it).
+ * - The norms and SiLU·mul emit the next GEMM's input in the weights' dtype
+ *   (bf16), so there is no separate narrowing pass; bias, RoPE and the KV
+ *   write are one kernel (cuda/fused.cu).
+ * - A decode step (one new token per sequence) is captured as a CUDA Graph
+ *   the first time its shape (batch size, logits rows, greedy or not) is
+ *   seen and replayed after that: one launch instead of ~10 per layer
+ *   (cuda/graph.h). Every per-step input sits at a fixed device address.
+ * - forward_greedy() takes the argmax on the device: 4 bytes per row come
+ *   back instead of a row of vocab_size floats.
+ * - The only host wait is the copy of the result; it also surfaces a fault
+ *   in any op of the step, even one with no logits rows.
  * Weights are uploaded once, at construction, in the model's weight dtype
  * (q/k/v and gate/up stacked, as on the CPU); the KV cache is a CudaKVCache.
- * Activations are f32 in device buffers that grow to the largest step seen.
- * Every op runs on the default stream; the final copy waits for them.
+ * Every op runs on this thread's default stream (cudaStreamPerThread).
+ * Attention is attend(): the naive kernel today, the split-K decode kernel
+ * (lab 05) for decode steps once it lands.
  *
  * Not the same bits as the CPU: cuBLAS and the block reductions sum in other
  * orders, and with bf16 weights the GEMM inputs are rounded to bf16 (see
@@ -31,6 +47,7 @@
  */
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -41,6 +58,17 @@
 #include "model/weights.h"
 
 namespace servelab {
+
+namespace cuda {
+struct AttentionRow;
+}
+
+/// What the CUDA backend did across its steps (for tests and benchmarks).
+struct CudaStepStats {
+  long steps = 0;         ///< forward() and forward_greedy() calls
+  long plan_growths = 0;  ///< times the buffers were (re)allocated: at make_kv_cache(), reserve(), or an outsized step
+  long graph_replays = 0; ///< decode steps that replayed a captured graph
+};
 
 /// The CUDA implementation behind Model (not thread-safe: one set of device buffers).
 class CudaModel final : public ModelBackend {
@@ -66,14 +94,38 @@ class CudaModel final : public ModelBackend {
    */
   std::vector<float> forward(const Batch& batch, KVCache& cache) override;
 
-  /// A CudaKVCache of @p num_blocks blocks of @p block_size tokens for this model.
+  /// forward() with the argmax of each logits row taken on the device; returns [rows] token ids.
+  std::vector<std::int32_t> forward_greedy(const Batch& batch, KVCache& cache) override;
+
+  /**
+   * @brief Sizes the step buffers for steps of up to @p max_tokens tokens over
+   *        @p max_seqs sequences now (the scheduler's max_num_batched_tokens
+   *        and max_num_seqs), so no later step within them allocates.
+   * @throws Error when max_seqs is not in [1, max_tokens], or out of memory.
+   */
+  void reserve(int max_tokens, int max_seqs) override;
+
+  /// Counters of steps, buffer growths and graph replays.
+  const CudaStepStats& stats() const;
+
+  /// Turns the CUDA Graph capture of decode steps on (the default) or off (every op launched one by one).
+  void set_graphs(bool on);
+
+  /// A CudaKVCache of @p num_blocks blocks of @p block_size tokens for this model; sizes the step buffers for it.
   std::unique_ptr<KVCache> make_kv_cache(int num_blocks, int block_size) const override;
 
   /// cudaMemGetInfo: free and total bytes of the current device.
   std::pair<std::size_t, std::size_t> memory_info() const override;
 
  private:
-  struct State;  // device weights, cuBLAS, workspace (cuda_model.cpp)
+  // Uploads the step's inputs, queues (or replays) its ops, downloads the result into pinned memory.
+  void run_step(const Batch& batch, KVCache& cache, bool greedy);
+  // Queues every op of the step; no allocation and no synchronising call (it may be captured into a graph).
+  void record_step(const Batch& batch, bool greedy);
+  // Attention of the step's T rows over S sequences; where the split-K decode kernel plugs in.
+  void attend(float* out, const float* qkv, const cuda::AttentionRow* rows, const KVView* views, int T, int S);
+
+  struct State;  // device weights, cuBLAS, buffers, graphs (cuda_model.cpp)
   std::unique_ptr<State> s_;
 };
 

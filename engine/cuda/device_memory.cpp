@@ -52,11 +52,38 @@ void copy_on_device(void* dst, const void* src, std::size_t bytes) {
   if (bytes > 0) CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
 }
 
+void copy_to_device_async(void* dst, const void* src, std::size_t bytes) {
+  if (bytes > 0) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cudaStreamPerThread));
+}
+
+void copy_to_host_async(void* dst, const void* src, std::size_t bytes) {
+  if (bytes > 0) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cudaStreamPerThread));
+}
+
+void fill_bytes_async(void* dst, int byte, std::size_t bytes) {
+  if (bytes > 0) CUDA_CHECK(cudaMemsetAsync(dst, byte, bytes, cudaStreamPerThread));
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_ != nullptr) cudaFreeHost(data_);  // not checked: a destructor must not throw
+}
+
+void PinnedBuffer::reserve(std::size_t bytes) {
+  if (bytes <= bytes_) return;
+  if (data_ != nullptr) CUDA_CHECK(cudaFreeHost(data_));
+  data_ = nullptr;
+  bytes_ = 0;
+  void* p = nullptr;
+  CUDA_CHECK(cudaMallocHost(&p, bytes));
+  data_ = static_cast<std::byte*>(p);
+  bytes_ = bytes;
+}
+
 void fill_bytes(void* dst, int byte, std::size_t bytes) {
   if (bytes > 0) CUDA_CHECK(cudaMemset(dst, byte, bytes));
 }
 
-void synchronize() { CUDA_CHECK(cudaDeviceSynchronize()); }
+void synchronize() { CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread)); }
 
 std::pair<std::size_t, std::size_t> memory_info() {
   std::size_t free = 0, total = 0;

@@ -12,7 +12,9 @@
  * read off the code.
  *
  * Plain C++: callable from g++-compiled code (the model, tests, benchmarks).
- * All calls run on the default stream, in order with the kernels.
+ * All calls run on the calling thread's default stream (the engine is built
+ * with CUDA_API_PER_THREAD_DEFAULT_STREAM, so that is cudaStreamPerThread,
+ * a stream a CUDA Graph can capture), in order with the kernels.
  * @throws Error (via CUDA_CHECK) naming the failed CUDA call, e.g. out of memory.
  */
 #pragma once
@@ -50,10 +52,42 @@ void copy_to_host(void* dst, const void* src, std::size_t bytes);
 /// Copies @p bytes from device @p src to device @p dst.
 void copy_on_device(void* dst, const void* src, std::size_t bytes);
 
+/// Queues a copy of @p bytes from host @p src (pinned, see PinnedBuffer) to device @p dst; returns at once.
+void copy_to_device_async(void* dst, const void* src, std::size_t bytes);
+
+/// Queues a copy of @p bytes from device @p src to host @p dst (pinned); returns at once: synchronize() before reading.
+void copy_to_host_async(void* dst, const void* src, std::size_t bytes);
+
+/// Queues a fill of @p bytes bytes at @p dst with @p byte, in order with the kernels; returns at once.
+void fill_bytes_async(void* dst, int byte, std::size_t bytes);
+
+/**
+ * @brief Page-locked host memory (cudaMallocHost), reused across steps: the
+ *        GPU copies to and from it directly, with no pageable bounce buffer,
+ *        and an async copy from it can overlap the host's next work.
+ */
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  ~PinnedBuffer();
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  /// Makes room for @p bytes; reallocates (contents lost) only when it must grow.
+  void reserve(std::size_t bytes);
+  /// The memory, nullptr before the first reserve().
+  std::byte* data() const { return data_; }
+  /// Bytes reserved.
+  std::size_t capacity() const { return bytes_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 /// Sets @p bytes bytes of device memory at @p dst to @p byte (0xFF makes every f32 a NaN).
 void fill_bytes(void* dst, int byte, std::size_t bytes);
 
-/// Waits until every queued kernel and copy has finished.
+/// Waits until every kernel and copy queued by this thread has finished; @throws Error naming a fault in any of them.
 void synchronize();
 
 /**
@@ -64,6 +98,13 @@ void synchronize();
  *        result into NaN. The GPU tests turn it on.
  */
 bool poison_requested();
+
+/**
+ * @brief True when the runtime holds an error no check has cleared yet
+ *        (cudaPeekAtLastError). A failed CUDA_CHECK clears it before throwing,
+ *        so a later launch check is never blamed for an earlier failure.
+ */
+bool error_pending();
 
 /// cudaMemGetInfo on the current device: [0] free bytes, [1] total bytes.
 std::pair<std::size_t, std::size_t> memory_info();

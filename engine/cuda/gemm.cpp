@@ -38,9 +38,20 @@ void gemm_ex(cublasHandle_t handle, float* out, const void* x, const Tensor& w, 
 Gemm::Gemm() {
   cublasHandle_t handle = nullptr;
   CUBLAS_CHECK(cublasCreate(&handle));
+  // The destructor does not run when a constructor throws: destroy the handle here if a setting fails.
+  try {
+    // Default math: CUBLAS_COMPUTE_32F then means f32 products, not TF32, for f32 weights.
+    CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+    // The stream the engine's kernels use (device_memory.h), so a CUDA Graph captures the GEMMs with them.
+    CUBLAS_CHECK(cublasSetStream(handle, cudaStreamPerThread));
+    // A workspace of our own: cuBLAS must not allocate one while a graph is being captured.
+    workspace_ = device_empty(DType::F32, {static_cast<std::int64_t>(kWorkspaceBytes / 4)});
+    CUBLAS_CHECK(cublasSetWorkspace(handle, workspace_.data, kWorkspaceBytes));
+  } catch (...) {
+    cublasDestroy(handle);
+    throw;
+  }
   handle_ = handle;
-  // Default math: CUBLAS_COMPUTE_32F then means f32 products, not TF32, for f32 weights.
-  CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
 }
 
 Gemm::~Gemm() {
@@ -53,11 +64,17 @@ void Gemm::matmul(float* out, const float* x, const Tensor& w, int M) {
     return;
   }
   const std::size_t n = static_cast<std::size_t>(M) * static_cast<std::size_t>(w.shape.at(1));
-  if (narrow_.empty() || static_cast<std::size_t>(narrow_.numel()) < n)
-    narrow_ = device_empty(DType::BF16, {static_cast<std::int64_t>(n)});  // holds f16 too: same size
+  reserve(n);
   narrow_to(narrow_.data, w.dtype, x, n);
   gemm_ex(handle_, out, narrow_.data, w, M);
 }
+
+void Gemm::reserve(std::size_t elements) {
+  if (!narrow_.empty() && static_cast<std::size_t>(narrow_.numel()) >= elements) return;
+  narrow_ = device_empty(DType::BF16, {static_cast<std::int64_t>(elements)});  // holds f16 too: same size
+}
+
+void Gemm::matmul_as_weight(float* out, const void* x, const Tensor& w, int M) { gemm_ex(handle_, out, x, w, M); }
 
 void Gemm::matmul_16bit(float* out, const void* x16, const Tensor& w, int M) {
   check(w.dtype == DType::BF16 || w.dtype == DType::F16, "cuda::Gemm::matmul_16bit: weight is ",

@@ -37,7 +37,11 @@ namespace servelab::cuda {
 /// A cuBLAS handle and the scratch buffer for 16-bit GEMM inputs. Not thread-safe.
 class Gemm {
  public:
-  /// Creates the cuBLAS handle on the current device. @throws Error when cuBLAS cannot start.
+  /**
+   * @brief Creates the cuBLAS handle on the current device, bound to this
+   *        thread's default stream with a workspace of its own.
+   * @throws Error when cuBLAS cannot start (no handle is left behind).
+   */
   Gemm();
   ~Gemm();
   Gemm(const Gemm&) = delete;
@@ -58,9 +62,28 @@ class Gemm {
    */
   void matmul_16bit(float* out, const void* x16, const Tensor& w, int M);
 
+  /**
+   * @brief The product for an input already in @p w's dtype, whatever it is
+   *        (f32 for f32 weights): what a fused kernel that emits the GEMM's
+   *        input type feeds (cuda/ops.h's add_rmsnorm, silu_mul_to).
+   * @param x [M, K] in w.dtype.
+   */
+  void matmul_as_weight(float* out, const void* x, const Tensor& w, int M);
+
+  /**
+   * @brief Sizes the narrowing scratch of matmul() for inputs of up to
+   *        @p elements (M·K) now, so that later calls allocate nothing (a
+   *        call inside a CUDA Graph capture must not).
+   */
+  void reserve(std::size_t elements);
+
+  /// Bytes of the cuBLAS workspace each Gemm gives its handle (NVIDIA's advice for Hopper is 32 MiB).
+  static constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
+
  private:
   cublasContext* handle_ = nullptr;
-  Tensor narrow_;  // [>= M * K] x rounded to the weight's 16-bit dtype; grows to the largest GEMM seen
+  Tensor workspace_;  // [kWorkspaceBytes] cuBLAS scratch, set with cublasSetWorkspace
+  Tensor narrow_;     // [>= M * K] x rounded to the weight's 16-bit dtype; grows to the largest GEMM seen
 };
 
 }  // namespace servelab::cuda

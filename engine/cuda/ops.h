@@ -5,8 +5,8 @@
  *        and kernels/attention.h (the specification each is tested against).
  *
  * Every pointer is a device address (see device_memory.h); shapes use T for
- * the number of token rows. Each function queues its kernel on the default
- * stream and returns at once: results are ready for the next op, and for
+ * the number of token rows. Each function queues its kernel on the calling
+ * thread's default stream (cudaStreamPerThread) and returns at once: results are ready for the next op, and for
  * the host after a copy_to_host() or synchronize(). Per-element math comes
  * from kernels/math/, the same code the CPU kernels run.
  *
@@ -100,6 +100,45 @@ struct AttentionHeads {
   int num_kv_heads = 0;  ///< K/V heads; divides num_heads
   int head_dim = 0;      ///< width of each head
 };
+
+/**
+ * @brief Fused attention prologue: bias + RoPE + KV write in one pass over
+ *        each new token's q, k and v (fused.cu).
+ *
+ * Replaces add_bias(), rope() and kv_cache_write() in the model's step: those
+ * read and write the qkv rows three times; this reads them once, writes the
+ * rotated q back in place for attention and k and v straight into the cache.
+ * The per-element math is theirs (a bias add, then rope_rotate_pair()), so the
+ * results are the same bits.
+ * @param qkv  [T, H·D + 2·KVH·D]: q heads, then k heads, then v heads. q is
+ *             rotated in place; the k and v columns are left as they came.
+ * @param bias [H·D + 2·KVH·D] f32, or nullptr for no bias.
+ * @param rows [T] each row's sequence and position (the RoPE position too).
+ * @param views [num_seqs] this layer's K/V rows of each sequence.
+ * @param inv_freq [head_dim / 2] RoPE inverse frequencies.
+ */
+void qkv_bias_rope_kv_write(float* qkv, const float* bias, const AttentionRow* rows, const KVView* views, int T,
+                            const AttentionHeads& heads, const float* inv_freq);
+
+/**
+ * @brief Fused residual add + RMSNorm, emitting the next GEMM's input type (fused.cu):
+ *        x[t] += y[t]; out[t] = rmsnorm(x[t]) * weight, stored as @p out_dtype.
+ *
+ * One read of x and y and one write of x and out per row, instead of the
+ * separate add (read x, y; write x), norm (read x; write xn) and narrowing to
+ * 16 bits (read xn; write xn16) of the unfused step.
+ * @param x   [T, n] residual stream, updated in place.
+ * @param y   [T, n] sublayer output, or nullptr: then x is only normalised.
+ * @param out [T, n] of @p out_dtype (F32, BF16 or F16); must not alias x.
+ */
+void add_rmsnorm(float* x, const float* y, const float* weight, void* out, DType out_dtype, int T, int n, float eps);
+
+/**
+ * @brief silu_mul() emitting the down projection's input type (fused.cu).
+ * @param out [T, F] of @p out_dtype (F32, BF16 or F16).
+ * @param gate_up [T, 2F]
+ */
+void silu_mul_to(void* out, DType out_dtype, const float* gate_up, int T, int F);
 
 /**
  * @brief Floats of score scratch attention_naive() needs to handle @p T rows in one launch.

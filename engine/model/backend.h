@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -28,6 +29,22 @@ class ModelBackend {
    * @return [batch.logits_indices.size(), vocab_size] logits, row-major, on the host.
    */
   virtual std::vector<float> forward(const Batch& batch, KVCache& cache) = 0;
+  /**
+   * @brief The step of forward(), returning each logits row's argmax
+   *        (Model::forward_greedy()); a backend overrides it to pick on the
+   *        device and copy back token ids only.
+   * @return [batch.logits_indices.size()] token ids.
+   */
+  virtual std::vector<std::int32_t> forward_greedy(const Batch& batch, KVCache& cache) = 0;
+  /**
+   * @brief Sizes the backend's step buffers for steps of up to @p max_tokens
+   *        tokens over @p max_seqs sequences, so no step within them allocates.
+   *        The default has nothing to size.
+   */
+  virtual void reserve(int max_tokens, int max_seqs) {
+    (void)max_tokens;
+    (void)max_seqs;
+  }
   /// KV storage of @p num_blocks blocks of @p block_size tokens in the memory this backend reads.
   virtual std::unique_ptr<KVCache> make_kv_cache(int num_blocks, int block_size) const = 0;
   /// Bytes of device memory: [0] free now, [1] total.

@@ -9,6 +9,7 @@
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
 #include "model/rope_freq.h"
+#include "model/sampler.h"
 #include "perf/work.h"
 
 namespace servelab {
@@ -30,9 +31,14 @@ Model::Model(ModelConfig config, ModelWeights weights, const EngineOptions& opti
   pool_ = std::make_unique<ThreadPool>(options_.num_threads);
   ctx_ = KernelContext{pool_.get(), options_.deterministic};
   inv_freq_ = rope_inv_freq(config_);
+  embed_dtype_ = weights_.embed_tokens.dtype;
+  matrix_dtype_ = weights_.layers.empty() ? embed_dtype_ : weights_.layers[0].o_proj.dtype;
   if (options_.backend == Backend::CUDA) {
-    // The GPU stacks q/k/v and gate/up in device memory itself; no host copy of the weights is needed.
+    // The GPU stacks q/k/v and gate/up in device memory itself. The host copy
+    // is released once uploaded (a 1.5B model in f32 is 6 GB of host memory,
+    // or a file mapping held open); the device copy is the only one.
     device_ = make_cuda_backend(config_, weights_, inv_freq_);
+    weights_ = ModelWeights{};
     return;
   }
   // Stack q/k/v and gate/up so each sublayer input is multiplied once (one
@@ -121,12 +127,65 @@ void Model::check_batch(const Batch& batch, const KVCache& cache) const {
 namespace {
 
 // Work of x [M, K] · Wᵀ with f32 activations.
-Work gemm_count(int M, const Tensor& w) { return gemm_work(M, w.shape[0], w.shape[1], w.dtype, DType::F32); }
+Work gemm_count(int M, std::int64_t N, std::int64_t K, DType weights) { return gemm_work(M, N, K, weights, DType::F32); }
 
 }  // namespace
 
+void Model::count_step(const Batch& batch) {
+  if (!counter_.enabled()) return;
+  const ModelConfig& c = config_;
+  const double T = batch.num_tokens(), H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size;
+  const double QKV = Q + 2 * KV, R = static_cast<double>(batch.logits_indices.size());
+  const double fb = sizeof(float);  // activations, KV cache, norm weights and biases are f32
+  const auto rmsnorm_work = [&](double rows) {
+    return Work{.flops = 4 * rows * H, .weight_bytes = H * fb, .act_read = rows * H * fb, .act_written = rows * H * fb};
+  };
+  const Work residual{.flops = T * H, .act_read = 2 * T * H * fb, .act_written = T * H * fb};
+  counter_.add("embedding", Work{.weight_bytes = T * H * dtype_size(embed_dtype_), .act_written = T * H * fb});
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    counter_.add("rmsnorm", rmsnorm_work(T));
+    counter_.add("qkv_proj", gemm_count(batch.num_tokens(), c.q_dim() + 2 * c.kv_dim(), c.hidden_size, matrix_dtype_));
+    if (c.attention_bias)
+      counter_.add("bias", Work{.flops = T * QKV, .weight_bytes = QKV * fb, .act_read = T * QKV * fb,
+                                .act_written = T * QKV * fb});
+    counter_.add("qkv_split", Work{.act_read = T * QKV * fb, .act_written = T * QKV * fb});
+    counter_.add("rope", Work{.flops = 3 * T * (Q + KV), .act_read = T * (Q + KV) * fb, .act_written = T * (Q + KV) * fb});
+    counter_.add("kv_write", Work{.act_read = 2 * T * KV * fb, .kv_written = 2 * T * KV * fb});
+    for (const SequenceChunk& s : batch.seqs) {
+      const double n = s.num_new_tokens, cached = s.num_computed_tokens;
+      const double keys = n * cached + n * (n + 1) / 2;  // query at position p reads p + 1 keys
+      counter_.add("attention", Work{.flops = 4 * keys * Q, .act_read = n * Q * fb, .act_written = n * Q * fb,
+                                     .kv_read = (cached + n) * 2 * KV * fb});
+    }
+    counter_.add("o_proj", gemm_count(batch.num_tokens(), c.hidden_size, c.q_dim(), matrix_dtype_));
+    counter_.add("residual", residual);
+    counter_.add("rmsnorm", rmsnorm_work(T));
+    counter_.add("gate_up_proj", gemm_count(batch.num_tokens(), 2 * c.intermediate_size, c.hidden_size, matrix_dtype_));
+    counter_.add("silu_mul", Work{.flops = 5 * T * F, .act_read = 2 * T * F * fb, .act_written = T * F * fb});
+    counter_.add("down_proj", gemm_count(batch.num_tokens(), c.hidden_size, c.intermediate_size, matrix_dtype_));
+    counter_.add("residual", residual);
+  }
+  counter_.add("final_norm", rmsnorm_work(R));
+  counter_.add("lm_head", gemm_count(static_cast<int>(R), c.vocab_size, c.hidden_size, embed_dtype_));
+}
+
+std::vector<std::int32_t> Model::forward_greedy(const Batch& batch, KVCache& cache) {
+  if (device_) {
+    check_batch(batch, cache);
+    count_step(batch);
+    return device_->forward_greedy(batch, cache);  // argmax on the device: 4 bytes per row come back
+  }
+  const std::vector<float> logits = forward(batch, cache);
+  const auto V = static_cast<std::size_t>(config_.vocab_size);
+  std::vector<std::int32_t> tokens(batch.logits_indices.size());
+  for (std::size_t r = 0; r < tokens.size(); ++r) tokens[r] = argmax(std::span(logits).subspan(r * V, V));
+  return tokens;
+}
+
 std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
   check_batch(batch, cache);
+  // Counted from the batch's shape before the dispatch, so the CPU and the GPU count the same step.
+  count_step(batch);
   if (device_) return device_->forward(batch, cache);  // the same step on the GPU (engine/cuda/cuda_model.h)
   const ModelConfig& c = config_;
   const int T = batch.num_tokens(), H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size;
@@ -156,10 +215,6 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
   }
 
   embedding_lookup(weights_.embed_tokens, batch.token_ids, x);
-  const double fb = sizeof(float);  // activations, KV cache, norm weights and biases are f32
-  count("embedding", [&] {
-    return Work{0, double(T) * H * dtype_size(weights_.embed_tokens.dtype), 0, double(T) * H * fb, 0, 0};
-  });
 
   const AttentionShape shape{c.num_attention_heads, c.num_key_value_heads, c.head_dim};
   const std::size_t residual = static_cast<std::size_t>(T) * H;
@@ -168,25 +223,16 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
     const FusedLayer& f = fused_[l];
     // Attention sublayer: q, k and v come out of one GEMM over the stacked weights.
     rmsnorm(ctx_, xn, x, w.input_layernorm.as<const float>(), T, H, eps);
-    count("rmsnorm", [&] { return Work{4.0 * T * H, H * fb, double(T) * H * fb, double(T) * H * fb, 0, 0}; });
     matmul(ctx_, qkv, xn, f.qkv_proj, T);
-    count("qkv_proj", [&] { return gemm_count(T, f.qkv_proj); });
-    if (c.attention_bias) {
-      add_bias(qkv, f.qkv_bias.as<const float>(), T, QKV);
-      count("bias", [&] { return Work{double(T) * QKV, QKV * fb, double(T) * QKV * fb, double(T) * QKV * fb, 0, 0}; });
-    }
+    if (c.attention_bias) add_bias(qkv, f.qkv_bias.as<const float>(), T, QKV);
     for (int t = 0; t < T; ++t) {
       const float* stacked = qkv + static_cast<std::size_t>(t) * QKV;
       std::memcpy(q + static_cast<std::size_t>(t) * Q, stacked, sizeof(float) * Q);
       std::memcpy(k + static_cast<std::size_t>(t) * KV, stacked + Q, sizeof(float) * KV);
       std::memcpy(v + static_cast<std::size_t>(t) * KV, stacked + Q + KV, sizeof(float) * KV);
     }
-    count("qkv_split", [&] { return Work{0, 0, double(T) * QKV * fb, double(T) * QKV * fb, 0, 0}; });
     rope(ctx_, q, positions.data(), T, c.num_attention_heads, c.head_dim, inv_freq_.data());
     rope(ctx_, k, positions.data(), T, c.num_key_value_heads, c.head_dim, inv_freq_.data());
-    count("rope", [&] {
-      return Work{3.0 * T * (Q + KV), 0, double(T) * (Q + KV) * fb, double(T) * (Q + KV) * fb, 0, 0};
-    });
     for (std::size_t i = 0; i < seqs.size(); ++i) {
       seqs[i].kv = cache.view(l, batch.seqs[i].block_table);
       for (int j = 0; j < seqs[i].num_new_tokens; ++j) {
@@ -195,29 +241,15 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
         std::memcpy(seqs[i].kv.value(seqs[i].num_computed_tokens + j), v + r, sizeof(float) * KV);
       }
     }
-    count("kv_write", [&] { return Work{0, 0, 2.0 * T * KV * fb, 0, 0, 2.0 * T * KV * fb}; });
     attention(ctx_, attn, q, seqs, shape);
-    for (const AttentionSeq& s : seqs)
-      count("attention", [&] {
-        const double n = s.num_new_tokens, cached = s.num_computed_tokens;
-        const double keys = n * cached + n * (n + 1) / 2;  // query at position p reads p + 1 keys
-        return Work{4.0 * keys * Q, 0, n * Q * fb, n * Q * fb, (cached + n) * 2 * KV * fb, 0};
-      });
     matmul(ctx_, proj, attn, w.o_proj, T);
-    count("o_proj", [&] { return gemm_count(T, w.o_proj); });
     add_inplace(x, proj, residual);
-    count("residual", [&] { return Work{double(residual), 0, 2.0 * residual * fb, residual * fb, 0, 0}; });
     // MLP sublayer (SwiGLU): gate and up from one GEMM, then down.
     rmsnorm(ctx_, xn, x, w.post_attention_layernorm.as<const float>(), T, H, eps);
-    count("rmsnorm", [&] { return Work{4.0 * T * H, H * fb, double(T) * H * fb, double(T) * H * fb, 0, 0}; });
     matmul(ctx_, gate_up, xn, f.gate_up_proj, T);
-    count("gate_up_proj", [&] { return gemm_count(T, f.gate_up_proj); });
     silu_mul(ctx_, act, gate_up, T, F);
-    count("silu_mul", [&] { return Work{5.0 * T * F, 0, 2.0 * T * F * fb, double(T) * F * fb, 0, 0}; });
     matmul(ctx_, proj, act, w.down_proj, T);
-    count("down_proj", [&] { return gemm_count(T, w.down_proj); });
     add_inplace(x, proj, residual);
-    count("residual", [&] { return Work{double(residual), 0, 2.0 * residual * fb, residual * fb, 0, 0}; });
   }
 
   // Final norm and LM head only on the rows that are sampled or scored.
@@ -227,10 +259,8 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
     std::memcpy(&selected[static_cast<std::size_t>(r) * H], x + static_cast<std::size_t>(batch.logits_indices[r]) * H,
                 sizeof(float) * H);
   rmsnorm(ctx_, selected.data(), selected.data(), weights_.norm.as<const float>(), R, H, eps);
-  count("final_norm", [&] { return Work{4.0 * R * H, H * fb, double(R) * H * fb, double(R) * H * fb, 0, 0}; });
   std::vector<float> logits(static_cast<std::size_t>(R) * c.vocab_size);
   if (R > 0) matmul(ctx_, logits.data(), selected.data(), weights_.lm_head, R);
-  count("lm_head", [&] { return gemm_count(R, weights_.lm_head); });
   return logits;
 }
 

@@ -74,7 +74,10 @@ class Model {
 
   /// Shape and hyper-parameters.
   const ModelConfig& config() const { return config_; }
-  /// Parameters.
+  /**
+   * @brief Host parameters, on the CPU backend. Empty on CUDA: the host copy
+   *        is released once uploaded, and the device holds the only one.
+   */
   const ModelWeights& weights() const { return weights_; }
   /// Options it runs with.
   const EngineOptions& options() const { return options_; }
@@ -101,6 +104,17 @@ class Model {
   std::vector<float> forward(const Batch& batch, KVCache& cache);
 
   /**
+   * @brief The same step as forward(), returning the greedy choice of each
+   *        logits row (servelab::argmax: lowest index on ties, NaN never
+   *        wins) instead of the logits: what a step needs when every request
+   *        it samples for is greedy. On CUDA the argmax runs on the device and
+   *        4 bytes per row come back instead of a row of vocab_size floats.
+   * @return [batch.logits_indices.size()] token ids.
+   * @throws Error as forward().
+   */
+  std::vector<std::int32_t> forward_greedy(const Batch& batch, KVCache& cache);
+
+  /**
    * @brief KV storage of @p num_blocks blocks of @p block_size tokens in the
    *        memory this model's backend reads: a HostKVCache on the CPU, a
    *        CudaKVCache (device memory) on CUDA. forward() accepts only a cache
@@ -109,6 +123,15 @@ class Model {
    * @throws Error when a size is not positive.
    */
   std::unique_ptr<KVCache> make_kv_cache(int num_blocks, int block_size) const;
+
+  /**
+   * @brief Tells the backend the largest steps to expect (the scheduler's
+   *        max_num_batched_tokens and max_num_seqs) so it can size its buffers
+   *        once: on CUDA no step within them allocates. Nothing on the CPU.
+   */
+  void reserve(int max_tokens, int max_seqs) {
+    if (device_) device_->reserve(max_tokens, max_seqs);
+  }
 
   /**
    * @brief Bytes of KV storage the backend can give: on CUDA, @p
@@ -121,11 +144,9 @@ class Model {
 
  private:
   void check_batch(const Batch& batch, const KVCache& cache) const;
-  /// Adds make_work() to op @p op while counting; builds nothing otherwise.
-  template <typename MakeWork>
-  void count(const char* op, MakeWork make_work) {
-    if (counter_.enabled()) counter_.add(op, make_work());
-  }
+  /// While counting, adds every op of @p batch's step to the counter from its
+  /// shapes alone, before the backend dispatch: the CPU and CUDA count alike.
+  void count_step(const Batch& batch);
 
   /// Per-layer weights stacked for fewer, larger GEMMs; LayerWeights' projections are views into these.
   struct FusedLayer {
@@ -142,7 +163,9 @@ class Model {
   };
 
   ModelConfig config_;
-  ModelWeights weights_;
+  ModelWeights weights_;   // empty on CUDA once uploaded
+  DType embed_dtype_ = DType::F32;   // embedding and LM head (kept for counting after weights_ is released)
+  DType matrix_dtype_ = DType::F32;  // layer matrices
   EngineOptions options_;
   std::unique_ptr<ThreadPool> pool_;
   KernelContext ctx_;

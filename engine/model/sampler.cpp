@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/math/argmax.h"
 
 namespace servelab {
 
@@ -20,7 +21,11 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 double Sampler::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
 std::int32_t argmax(std::span<const float> values) {
-  return static_cast<std::int32_t>(std::max_element(values.begin(), values.end()) - values.begin());
+  // The GPU's comparison (kernels/math/argmax.h), so both pick the same token, NaN rows included.
+  ArgmaxCandidate best{0.0f, kNoArgmax};
+  for (std::size_t i = 0; i < values.size(); ++i)
+    best = argmax_pick(best, ArgmaxCandidate{values[i], static_cast<std::int32_t>(i)});
+  return best.index < 0 ? 0 : best.index;
 }
 
 std::int32_t Sampler::sample(std::span<const float> logits) {

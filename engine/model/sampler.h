@@ -39,6 +39,9 @@ class Sampler {
    */
   std::int32_t sample(std::span<const float> logits);
 
+  /// True when sample() is argmax(): the caller may then ask the model for the argmax alone (Model::forward_greedy()).
+  bool greedy() const { return params_.temperature == 0.0f; }
+
  private:
   double uniform();  // [0, 1) from 53 random bits, the same on every standard library
 
@@ -46,7 +49,10 @@ class Sampler {
   std::mt19937_64 rng_;
 };
 
-/// Index of the largest value, lowest index on ties.
+/**
+ * @brief Index of the largest value, lowest index on ties (the CUDA argmax's rule, kernels/math/argmax.h).
+ * @return a NaN never wins over a number; a row of NaNs, or an empty one, gives 0.
+ */
 std::int32_t argmax(std::span<const float> values);
 
 }  // namespace servelab

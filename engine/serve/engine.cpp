@@ -23,7 +23,10 @@ Engine::Engine(Model& model, EngineConfig config)
   if (config_.gpu_memory_utilization > 0)
     config_.kv_cache_memory = model.device_kv_memory(config_.gpu_memory_utilization);
   init(model.config(), kv_cache_bytes_for(model.config(), 1, 1));
-  cache_ = model.make_kv_cache(num_blocks_, config_.block_size);  // last: every setting is checked before memory is taken
+  // Last: every setting is checked before memory is taken. The step buffers are sized here, once.
+  model.reserve(std::max(1, config_.scheduler.max_num_batched_tokens),
+                std::clamp(config_.scheduler.max_num_seqs, 1, std::max(1, config_.scheduler.max_num_batched_tokens)));
+  cache_ = model.make_kv_cache(num_blocks_, config_.block_size);
 }
 
 Engine::Engine(const SimulatedModel& model, EngineConfig config)
@@ -149,10 +152,18 @@ std::vector<RequestOutput> Engine::step() {
       scheduler_->update_from_output(out, tokens, now(), config_.enable_kv_cache);
       last_.schedule_seconds = t1 - t0;
     } else {
-      const std::vector<float> logits = model_->forward(batch, *cache_);
-      const auto V = static_cast<std::size_t>(model_->config().vocab_size);
-      for (std::size_t i = 0; i < sampling.size(); ++i)
-        tokens.push_back(sampling[i]->sampler.sample(std::span(logits).subspan(i * V, V)));
+      // Every sampled request greedy: the model returns the argmax alone (on CUDA it picks on the
+      // device and copies back 4 bytes per request instead of a row of logits).
+      const bool all_greedy =
+          std::all_of(sampling.begin(), sampling.end(), [](const Request* r) { return r->sampler.greedy(); });
+      if (all_greedy) {
+        tokens = model_->forward_greedy(batch, *cache_);
+      } else {
+        const std::vector<float> logits = model_->forward(batch, *cache_);
+        const auto V = static_cast<std::size_t>(model_->config().vocab_size);
+        for (std::size_t i = 0; i < sampling.size(); ++i)
+          tokens.push_back(sampling[i]->sampler.sample(std::span(logits).subspan(i * V, V)));
+      }
       const double t2 = now_seconds();
       scheduler_->update_from_output(out, tokens, now(), config_.enable_kv_cache);
       last_.forward_seconds = t2 - t1;

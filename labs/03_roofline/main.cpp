@@ -176,9 +176,8 @@ int main(int argc, char** argv) {
       model->forward(batch, cache);
       model->work_counter().enable(false);
       const Work formula = step_work(c, engine_dtypes, shapes, static_cast<std::int64_t>(shapes.size()));
-      // The counters sit in the CPU forward pass; a CUDA step is the same ops, so the formula stands in.
-      const bool counted_here = model->options().backend == Backend::CPU;
-      const Work counted = counted_here ? model->work_counter().total() : formula;
+      // Model::forward counts before it dispatches to a backend, so a CUDA step is counted too.
+      const Work counted = model->work_counter().total();
       const bool equal = std::abs(counted.flops - formula.flops) <= 1e-9 * formula.flops &&
                          std::abs(counted.bytes() - formula.bytes()) <= 1e-9 * formula.bytes();
       check(equal, "lab 03: the engine counted ", counted.flops, " FLOP / ", counted.bytes(), " B for ", name,
@@ -187,7 +186,7 @@ int main(int argc, char** argv) {
       points.add_row({name, static_cast<long long>(tokens), counted.flops / 1e9, counted.bytes() / 1e9,
                       counted.intensity(), t.median * 1e3, counted.flops / t.median / 1e9,
                       counted.bytes() / t.median / 1e9, std::string(bound_name(bound_of(counted.intensity(), ridge_here))),
-                      std::string(counted_here ? "yes" : "formula (GPU)")});
+                      std::string("yes")});
       calibration.push_back({counted, t.median});
       names.push_back(name);
     };

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -42,19 +43,57 @@ inline nlohmann::json load_reference(const std::string& name) {
 inline constexpr double kF32Atol = 1e-4, kF32Rtol = 1e-4;
 inline constexpr double kKernelAtol = 1e-5, kKernelRtol = 1e-5;
 
-/// True when every |a[i] - ref[i]| <= atol + rtol * |ref[i]|; reports the worst element otherwise.
-inline bool all_close(const std::vector<float>& a, const std::vector<double>& ref, double atol, double rtol) {
+/// What a comparison of a result with its reference found, element by element.
+struct Closeness {
+  std::size_t compared = 0;   ///< elements compared (a.size())
+  std::size_t outside = 0;    ///< finite pairs farther apart than atol + rtol * |ref|
+  std::size_t nonfinite = 0;  ///< pairs where a or ref is NaN or infinite: never a match
+  std::size_t first_bad = 0;  ///< index of the first failing element (valid when outside + nonfinite > 0)
+  double worst = 0.0;         ///< largest finite |a - ref|
+  std::size_t worst_i = 0;    ///< where it is
+  /// True when at least @p min_count elements were compared and every one matched.
+  bool ok(std::size_t min_count = 1) const { return compared >= min_count && outside == 0 && nonfinite == 0; }
+};
+
+/**
+ * @brief Compares @p a with @p ref under |a - ref| <= atol + rtol * |ref|.
+ *
+ * A NaN or infinity on either side is a failure, counted apart: a kernel that
+ * never writes a NaN-poisoned output must fail the test, and `NaN > tol` is
+ * false, so a plain tolerance test would let it pass.
+ */
+inline Closeness closeness(const std::vector<float>& a, const std::vector<double>& ref, double atol, double rtol) {
   REQUIRE(a.size() == ref.size());
-  double worst = 0.0;
-  std::size_t worst_i = 0;
-  bool ok = true;
+  Closeness c;
+  c.compared = a.size();
   for (std::size_t i = 0; i < a.size(); ++i) {
-    const double err = std::abs(a[i] - ref[i]);
-    if (err > atol + rtol * std::abs(ref[i])) ok = false;
-    if (err > worst) worst = err, worst_i = i;
+    const bool finite = std::isfinite(a[i]) && std::isfinite(ref[i]);
+    const double err = finite ? std::abs(a[i] - ref[i]) : 0.0;
+    const bool bad = !finite || err > atol + rtol * std::abs(ref[i]);
+    if (bad && c.outside + c.nonfinite == 0) c.first_bad = i;
+    if (!finite) ++c.nonfinite;
+    else if (bad) ++c.outside;
+    if (err > c.worst) c.worst = err, c.worst_i = i;
   }
-  if (!ok) UNSCOPED_INFO("worst |a - ref| = " << worst << " at " << worst_i << " (ref " << ref[worst_i] << ")");
-  return ok;
+  return c;
+}
+
+/**
+ * @brief True when @p a matches @p ref element for element (see closeness())
+ *        and at least @p min_count elements were compared; otherwise reports
+ *        the counts, the first failing element and the worst finite error.
+ */
+inline bool all_close(const std::vector<float>& a, const std::vector<double>& ref, double atol, double rtol,
+                      std::size_t min_count = 1) {
+  const Closeness c = closeness(a, ref, atol, rtol);
+  if (c.ok(min_count)) return true;
+  UNSCOPED_INFO(c.compared << " compared (at least " << min_count << " required), " << c.outside
+                           << " outside atol " << atol << " + rtol " << rtol << ", " << c.nonfinite << " not finite");
+  if (c.outside + c.nonfinite > 0)
+    UNSCOPED_INFO("first failure at " << c.first_bad << ": " << a[c.first_bad] << " vs ref " << ref[c.first_bad]);
+  if (c.compared > 0)
+    UNSCOPED_INFO("worst finite |a - ref| = " << c.worst << " at " << c.worst_i << " (ref " << ref[c.worst_i] << ")");
+  return false;
 }
 
 /// @p n floats uniform in [-1, 1) from a fixed seed.

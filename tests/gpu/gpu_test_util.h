@@ -19,9 +19,18 @@ namespace servelab::test {
  *   off, glibc's are correctly rounded or nearly), by nvcc contracting
  *   a*b + c into one fma, and by tree-order sums of up to 4864 terms
  *   (RMSNorm, softmax): all around 1e-6 relative.
- * - kGemm*: a cuBLAS GEMM against matmul_reference() (a plain f32 loop) with
- *   K up to 4864 and outputs up to ~25: the two sum the K products in
- *   different orders, about sqrt(K) · 2⁻²⁴ · |terms| apart.
+ * - kGemm*: a cuBLAS GEMM against a double-precision loop (the inputs
+ *   rounded as the GPU path rounds them) with K up to 4864 and outputs up to
+ *   ~25: the error is cuBLAS's f32 accumulation alone, about
+ *   sqrt(K) · 2⁻²⁴ · |terms|. (An f32 reference loop was itself within 0.98×
+ *   of this bound: a test that could fail for the reference's sake.)
+ * - kLongAttention*: attention over up to 32k keys against a double loop. Each
+ *   output is a softmax-weighted sum of up to 32k values accumulated in f32
+ *   (relative error about sqrt(n) · 2⁻²⁴ ≈ 1e-5 at n = 32k, worst case n · 2⁻²⁴
+ *   ≈ 2e-3 for a flat softmax); the queries are scaled so that softmax is
+ *   peaked, which keeps the effective n small. A wrong head, key or position
+ *   moves outputs by ~1e-1. Not yet measured on a GPU: the first device run
+ *   prints the worst error (tests/gpu/decode_test.cpp).
  * - kModelF32*: a whole f32 forward pass, GPU against CPU. Both are f32
  *   throughout and differ only in summation orders and transcendental
  *   rounding: the same kind of difference as our CPU path against
@@ -45,6 +54,7 @@ namespace servelab::test {
  */
 inline constexpr double kOpAtol = 1e-5, kOpRtol = 1e-5;
 inline constexpr double kGemmAtol = 1e-4, kGemmRtol = 1e-4;
+inline constexpr double kLongAttentionAtol = 1e-4, kLongAttentionRtol = 1e-4;
 inline constexpr double kModelF32Atol = 2 * kF32Atol, kModelF32Rtol = 2 * kF32Rtol;
 inline constexpr double kBf16PresetAtol = 0.1, kBf16PresetRtol = 0.0;
 inline constexpr double kBf16FixtureAtol = 0.6, kBf16FixtureRtol = 0.05;

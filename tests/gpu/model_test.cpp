@@ -82,7 +82,8 @@ TEST_CASE("f32: greedy tokens identical to the CPU's, logits within tolerance", 
         CHECK(got[i] == want[i]);
       }
       CHECK(got.size() == want.size());
-      CHECK(all_close(gpu_logits, widen(cpu_logits), kModelF32Atol, kModelF32Rtol));
+      CHECK(want.size() == 24);
+      CHECK(all_close(gpu_logits, widen(cpu_logits), kModelF32Atol, kModelF32Rtol, all.size() * V));
     }
   }
 }
@@ -126,7 +127,7 @@ TEST_CASE("a ragged batch (prefill, decode, prefill chunk) in one GPU step match
     results[m] = model.forward(mixed, *cache);
   }
   REQUIRE(results[1].size() == static_cast<std::size_t>(38) * vocab);
-  CHECK(all_close(results[1], widen(results[0]), kModelF32Atol, kModelF32Rtol));
+  CHECK(all_close(results[1], widen(results[0]), kModelF32Atol, kModelF32Rtol, results[1].size()));
 }
 
 TEST_CASE("the device KV cache holds the CPU's K and V after a paged prefill, NaN beyond it", "[gpu][model]") {
@@ -162,7 +163,9 @@ TEST_CASE("the device KV cache holds the CPU's K and V after a paged prefill, Na
           unwritten.insert(unwritten.end(), d + at, d + at + KV);
         }
       }
-  CHECK(all_close(got, widen(want), kModelF32Atol, kModelF32Rtol));
+  CHECK(all_close(got, widen(want), kModelF32Atol, kModelF32Rtol,
+                  static_cast<std::size_t>(n) * c.num_hidden_layers * 2 * KV));
+  CHECK(!unwritten.empty());
   CHECK(std::all_of(unwritten.begin(), unwritten.end(), [](float x) { return std::isnan(x); }));  // poisoned
 }
 
@@ -180,7 +183,7 @@ TEST_CASE("bf16: logits within the stated bound of the CPU's bf16 path, greedy p
       const auto more = generate(*cpu, tokens, options).output_ids;
       tokens.insert(tokens.end(), more.begin(), more.end());
       const auto cpu_logits = score_all(*cpu, tokens), gpu_logits = score_all(*gpu, tokens);
-      CHECK(all_close(gpu_logits, widen(cpu_logits), atol, rtol));
+      CHECK(all_close(gpu_logits, widen(cpu_logits), atol, rtol, tokens.size() * cpu->config().vocab_size));
       const std::size_t V = cpu->config().vocab_size;
       int compared = 0;
       for (std::size_t row = 0; row < tokens.size(); ++row) {
@@ -191,8 +194,10 @@ TEST_CASE("bf16: logits within the stated bound of the CPU's bf16 path, greedy p
         INFO("position " << row);
         CHECK(argmax(got) == best);
       }
+      // A test that compares no token proves nothing: at least half the positions must have margins
+      // wide enough (the CPU-side emulation found all but one of 40 fixture positions comparable).
       INFO(compared << " of " << tokens.size() << " positions had margins wide enough to compare");
-      SUCCEED();
+      CHECK(static_cast<std::size_t>(compared) * 2 >= tokens.size());
     }
   }
 }
@@ -207,7 +212,8 @@ TEST_CASE("qwen2.5-0.5b shape: a 64-token prompt and 8 greedy tokens match the C
   GenerateOptions options;
   options.max_new_tokens = 8;
   CHECK(generate(*gpu, prompt, options).output_ids == generate(*cpu, prompt, options).output_ids);
-  CHECK(all_close(score_all(*gpu, prompt), widen(score_all(*cpu, prompt)), kModelF32Atol, kModelF32Rtol));
+  CHECK(all_close(score_all(*gpu, prompt), widen(score_all(*cpu, prompt)), kModelF32Atol, kModelF32Rtol,
+                  prompt.size() * cpu->config().vocab_size));
 }
 
 TEST_CASE("a model refuses a KV cache in the other backend's memory", "[gpu][model]") {

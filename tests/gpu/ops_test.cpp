@@ -31,6 +31,23 @@ Tensor host_matrix(const std::vector<float>& values, std::int64_t rows, std::int
   return t;
 }
 
+constexpr bool round_bf16_off = false, round_bf16_on = true;
+
+// x [M, K] · W [N, K]ᵀ in double, with both inputs first rounded to bf16 when @p bf16.
+std::vector<double> reference_gemm(const std::vector<float>& x, const std::vector<float>& w, int M, int N, int K,
+                                   bool bf16) {
+  const auto value = [bf16](float v) { return double(bf16 ? bf16_to_f32(f32_to_bf16(v)) : v); };
+  std::vector<double> out(static_cast<std::size_t>(M) * N);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double sum = 0.0;
+      for (int k = 0; k < K; ++k)
+        sum += value(x[static_cast<std::size_t>(m) * K + k]) * value(w[static_cast<std::size_t>(n) * K + k]);
+      out[static_cast<std::size_t>(m) * N + n] = sum;
+    }
+  return out;
+}
+
 std::vector<std::int32_t> random_ids(int n, int vocab, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<std::int32_t> ids(n);
@@ -67,9 +84,9 @@ TEST_CASE("rmsnorm matches the CPU kernel, in place too", "[gpu][ops]") {
         const Tensor dx = on_device(x), dw = on_device(w);
         Tensor out = poisoned(x.size());
         cuda::rmsnorm(out.as<float>(), dx.as<const float>(), dw.as<const float>(), T, n, 1e-6f);
-        CHECK(all_close(on_host(out), widen(cpu), kOpAtol, kOpRtol));
+        CHECK(all_close(on_host(out), widen(cpu), kOpAtol, kOpRtol, x.size()));
         cuda::rmsnorm(dx.as<float>(), dx.as<const float>(), dw.as<const float>(), T, n, 1e-6f);  // out aliases x
-        CHECK(all_close(on_host(dx), widen(cpu), kOpAtol, kOpRtol));
+        CHECK(all_close(on_host(dx), widen(cpu), kOpAtol, kOpRtol, x.size()));
       }
     }
 }
@@ -101,8 +118,8 @@ TEST_CASE("rope on the q and k heads of stacked qkv rows matches the CPU's separ
     INFO("row " << t);
     CHECK(std::equal(&got[t * QKV + Q + KV], &got[(t + 1) * QKV], &qkv[t * QKV + Q + KV]));  // v untouched
   }
-  CHECK(all_close(got_q, widen(q), kOpAtol, kOpRtol));
-  CHECK(all_close(got_k, widen(k), kOpAtol, kOpRtol));
+  CHECK(all_close(got_q, widen(q), kOpAtol, kOpRtol, q.size()));
+  CHECK(all_close(got_k, widen(k), kOpAtol, kOpRtol, k.size()));
 }
 
 TEST_CASE("silu_mul, add_inplace, add_bias and gather_rows match the CPU", "[gpu][ops]") {
@@ -114,7 +131,7 @@ TEST_CASE("silu_mul, add_inplace, add_bias and gather_rows match the CPU", "[gpu
   const Tensor dgu = on_device(gate_up);
   Tensor out = poisoned(cpu.size());
   cuda::silu_mul(out.as<float>(), dgu.as<const float>(), T, F);
-  CHECK(all_close(on_host(out), widen(cpu), kOpAtol, kOpRtol));
+  CHECK(all_close(on_host(out), widen(cpu), kOpAtol, kOpRtol, cpu.size()));
 
   auto x = random_floats(static_cast<std::size_t>(T) * N, 6);
   const auto y = random_floats(x.size(), 7), bias = random_floats(N, 8);
@@ -161,21 +178,17 @@ TEST_CASE("GEMM through cuBLAS: f32, bf16 and f16 weights against a CPU referenc
       DYNAMIC_SECTION("M " << M << " N " << N << " K " << K) {
         const auto x = random_floats(static_cast<std::size_t>(M) * K, M + K), wv = random_floats(static_cast<std::size_t>(N) * K, N);
         const Tensor dx = on_device(x);
-        // f32: full f32 products (no TF32) against the plain loop.
+        // f32: full f32 products (no TF32) against a double loop, so the bound measures cuBLAS alone.
         const Tensor w32 = host_matrix(wv, N, K, DType::F32);
-        std::vector<float> ref(static_cast<std::size_t>(M) * N);
-        matmul_reference(ref.data(), x.data(), w32, M);
-        Tensor out = poisoned(ref.size());
+        const std::size_t outputs = static_cast<std::size_t>(M) * N;
+        Tensor out = poisoned(outputs);
         gemm.matmul(out.as<float>(), dx.as<const float>(), cuda::to_device(w32), M);
-        CHECK(all_close(on_host(out), widen(ref), kGemmAtol, kGemmRtol));
-        // bf16: the reference rounds x to bf16 as the GPU path does; the rest is f32 summation order.
+        CHECK(all_close(on_host(out), reference_gemm(x, wv, M, N, K, round_bf16_off), kGemmAtol, kGemmRtol, outputs));
+        // bf16: x and W rounded to bf16 as the GPU path does, then a double loop.
         const Tensor w16 = host_matrix(wv, N, K, DType::BF16);
-        std::vector<float> x_bf16 = x;
-        for (auto& v : x_bf16) v = bf16_to_f32(f32_to_bf16(v));
-        matmul_reference(ref.data(), x_bf16.data(), w16, M);
-        out = poisoned(ref.size());
+        out = poisoned(outputs);
         gemm.matmul(out.as<float>(), dx.as<const float>(), cuda::to_device(w16), M);
-        CHECK(all_close(on_host(out), widen(ref), kGemmAtol, kGemmRtol));
+        CHECK(all_close(on_host(out), reference_gemm(x, wv, M, N, K, round_bf16_on), kGemmAtol, kGemmRtol, outputs));
         // f16: the GPU's own rounding of x (checked above) read back, and a double loop.
         Tensor x16 = cuda::device_empty(DType::F16, {M, K});
         Tensor w_dev = cuda::device_empty(DType::F16, {N, K});
@@ -183,7 +196,7 @@ TEST_CASE("GEMM through cuBLAS: f32, bf16 and f16 weights against a CPU referenc
         cuda::narrow_to(x16.data, DType::F16, dx.as<const float>(), x.size());
         const auto w_bits = cuda::download<std::uint16_t>(w_dev.data, wv.size());
         const auto x_bits = cuda::download<std::uint16_t>(x16.data, x.size());
-        std::vector<double> ref16(ref.size());
+        std::vector<double> ref16(outputs);
         for (int m = 0; m < M; ++m)
           for (int n = 0; n < N; ++n) {
             double sum = 0.0;
@@ -191,9 +204,9 @@ TEST_CASE("GEMM through cuBLAS: f32, bf16 and f16 weights against a CPU referenc
               sum += double(f16_to_f32(x_bits[static_cast<std::size_t>(m) * K + k])) * f16_to_f32(w_bits[static_cast<std::size_t>(n) * K + k]);
             ref16[static_cast<std::size_t>(m) * N + n] = sum;
           }
-        out = poisoned(ref.size());
+        out = poisoned(outputs);
         gemm.matmul(out.as<float>(), dx.as<const float>(), w_dev, M);
-        CHECK(all_close(on_host(out), ref16, kGemmAtol, kGemmRtol));
+        CHECK(all_close(on_host(out), ref16, kGemmAtol, kGemmRtol, outputs));
       }
     }
 }
@@ -260,7 +273,7 @@ TEST_CASE("KV write and naive attention over a ragged batch match the CPU", "[gp
       Tensor scores = poisoned(scratch), out = poisoned(cpu.size());
       cuda::attention_naive(out.as<float>(), dqkv.as<const float>(), QKV, rows_p, dviews.as<const KVView>(), T,
                             max_len, {H, KVH, D}, scores.as<float>(), scratch);
-      CHECK(all_close(on_host(out), widen(cpu), kOpAtol, kOpRtol));
+      CHECK(all_close(on_host(out), widen(cpu), kOpAtol, kOpRtol, cpu.size()));
     }
   }
   Tensor out = poisoned(cpu.size());
@@ -288,7 +301,7 @@ TEST_CASE("naive attention reads K/V through a block table as the CPU does", "[g
   Tensor scores = poisoned(scratch), out = poisoned(q.size());
   cuda::attention_naive(out.as<float>(), dq.as<const float>(), H * D, drows.as<const cuda::AttentionRow>(),
                         dviews.as<const KVView>(), tokens, tokens, {H, KVH, D}, scores.as<float>(), scratch);
-  CHECK(all_close(on_host(out), widen(cpu), kOpAtol, kOpRtol));
+  CHECK(all_close(on_host(out), widen(cpu), kOpAtol, kOpRtol, cpu.size()));
 }
 
 TEST_CASE("argmax per row: servelab::argmax's answer, ties to the lowest index", "[gpu][ops]") {

@@ -7,6 +7,12 @@
  * maxima. A GPU reduction compares candidates in a tree, in no fixed order,
  * so the tie rule has to live in the comparison itself: then every order
  * gives the same answer.
+ *
+ * NaN never wins: it loses to every number, infinities included, and among
+ * NaNs the lowest index wins, so a row of NaNs (a broken step) still yields
+ * index 0, a valid token, on both devices, instead of whatever index a
+ * reduction's starting value held. An empty candidate (index < 0) is the
+ * identity of the reduction.
  */
 #pragma once
 
@@ -22,9 +28,16 @@ struct ArgmaxCandidate {
   std::int32_t index;  ///< its position in the row
 };
 
-/// The winner of @p a and @p b: the larger value, the lower index on a tie.
+/// The reduction's identity: no candidate yet.
+inline constexpr std::int32_t kNoArgmax = -1;
+
+/// The winner of @p a and @p b: the larger value, the lower index on a tie; a NaN loses to any number.
 SERVELAB_HD ArgmaxCandidate argmax_pick(ArgmaxCandidate a, ArgmaxCandidate b) {
-  if (b.value > a.value || (b.value == a.value && b.index < a.index)) return b;
+  if (a.index < 0) return b;
+  if (b.index < 0) return a;
+  const bool a_nan = a.value != a.value, b_nan = b.value != b.value;  // isnan, the same on host and device
+  if (a_nan != b_nan) return a_nan ? b : a;
+  if (b.value > a.value || ((b.value == a.value || a_nan) && b.index < a.index)) return b;
   return a;
 }
 

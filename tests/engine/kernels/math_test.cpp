@@ -236,7 +236,17 @@ TEST_CASE("argmax_pick: the larger value, the lower index on a tie", "[math][arg
   CHECK(argmax_pick({2.0f, 9}, {1.0f, 4}).index == 9);
   CHECK(argmax_pick({2.0f, 9}, {2.0f, 4}).index == 4);
   CHECK(argmax_pick({2.0f, 4}, {2.0f, 9}).index == 4);
-  CHECK(argmax_pick({-INFINITY, 2147483647}, {-INFINITY, 0}).index == 0);  // the kernel's "no candidate"
+  CHECK(argmax_pick({-INFINITY, 2147483647}, {-INFINITY, 0}).index == 0);
+  CHECK(argmax_pick({0.0f, kNoArgmax}, {-INFINITY, 7}).index == 7);  // the reduction's identity loses to anything
+  CHECK(argmax_pick({-INFINITY, 7}, {0.0f, kNoArgmax}).index == 7);
+}
+
+TEST_CASE("argmax_pick: a NaN loses to every number and the lowest NaN index wins among NaNs", "[math][argmax]") {
+  CHECK(argmax_pick({NAN, 0}, {-INFINITY, 5}).index == 5);
+  CHECK(argmax_pick({-INFINITY, 5}, {NAN, 0}).index == 5);
+  CHECK(argmax_pick({NAN, 3}, {NAN, 1}).index == 1);
+  CHECK(argmax_pick({NAN, 1}, {NAN, 3}).index == 1);
+  CHECK(argmax_pick({0.0f, kNoArgmax}, {NAN, 4}).index == 4);  // an all-NaN row still ends at a real index
 }
 
 TEST_CASE("argmax_pick in the GPU's tree order agrees with servelab::argmax", "[math][argmax]") {
@@ -244,11 +254,29 @@ TEST_CASE("argmax_pick in the GPU's tree order agrees with servelab::argmax", "[
   for (int n : {1, 7, 256, 1000, 151936}) {
     auto x = test::random_floats(n, 30 + n);
     for (auto& v : x) v = std::round(v * 4.0f);
-    const ArgmaxCandidate none{-INFINITY, 2147483647};
+    const ArgmaxCandidate none{0.0f, kNoArgmax};
     std::vector<ArgmaxCandidate> lanes(256, none);  // argmax.cu: 256 threads, strided
     for (int i = 0; i < n; ++i) lanes[i % 256] = argmax_pick(lanes[i % 256], {x[i], i});
     const ArgmaxCandidate best = block_tree_reduce(lanes, argmax_pick, none);
     INFO("n = " << n);
     CHECK(best.index == argmax(x));
+  }
+}
+
+TEST_CASE("argmax_pick in the GPU's tree order gives servelab::argmax's answer on rows with NaNs", "[math][argmax]") {
+  // An all-NaN row gave INT_MAX (the old identity's index) before NaN had a rule; now both give 0.
+  for (int nan_every : {1, 3}) {
+    std::vector<float> x = test::random_floats(1000, 77);
+    for (std::size_t i = 0; i < x.size(); i += static_cast<std::size_t>(nan_every)) x[i] = NAN;
+    const ArgmaxCandidate none{0.0f, kNoArgmax};
+    std::vector<ArgmaxCandidate> lanes(256, none);
+    for (int i = 0; i < 1000; ++i) lanes[i % 256] = argmax_pick(lanes[i % 256], {x[i], i});
+    const ArgmaxCandidate best = block_tree_reduce(lanes, argmax_pick, none);
+    INFO("a NaN every " << nan_every);
+    CHECK(best.index == argmax(x));
+    CHECK(best.index >= 0);
+    CHECK(best.index < 1000);
+    if (nan_every == 1) CHECK(best.index == 0);
+    else CHECK_FALSE(std::isnan(x[static_cast<std::size_t>(best.index)]));
   }
 }

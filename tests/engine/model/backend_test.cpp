@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "cuda/device_probe.h"
 #include "model/model.h"
+#include "model/sampler.h"
 #include "test_util.h"
 
 using namespace servelab;
@@ -26,4 +27,32 @@ TEST_CASE("the CPU model makes host caches of the size asked for", "[backend]") 
   REQUIRE_ERROR_MENTIONS(model->make_kv_cache(0, 10), "--num-blocks must be positive");
   REQUIRE_ERROR_MENTIONS(model->make_kv_cache(3, -1), "--block-size must be positive");
   REQUIRE_ERROR_MENTIONS(model->device_kv_memory(0.9), "--gpu-memory-utilization", "--kv-cache-memory");
+}
+
+TEST_CASE("forward_greedy returns each logits row's argmax and counts the step once", "[backend]") {
+  // The seam the engine uses for greedy steps (on CUDA the argmax runs on the device; here on the host).
+  auto model = Model::from_preset("tiny", 0, EngineOptions{});
+  const int V = model->config().vocab_size;
+  auto cache = model->make_kv_cache(1, 16);
+  const std::vector<std::int32_t> prompt = {3, 1, 4, 1, 5};
+  Batch batch;
+  batch.add({0}, 0, prompt, LogitsFor::All);
+  const auto logits = model->forward(batch, *cache);
+  const auto tokens = model->forward_greedy(batch, *cache);
+  REQUIRE(tokens.size() == prompt.size());
+  for (std::size_t r = 0; r < tokens.size(); ++r)
+    CHECK(tokens[r] == argmax(std::span(logits).subspan(r * V, static_cast<std::size_t>(V))));
+  model->work_counter().reset();
+  model->work_counter().enable(true);
+  model->forward(batch, *cache);
+  const Work once = model->work_counter().total();
+  REQUIRE(once.flops > 0);
+  model->work_counter().reset();
+  model->work_counter().enable(true);
+  model->forward_greedy(batch, *cache);
+  CHECK(model->work_counter().total().flops == once.flops);  // not counted twice
+  // A step with no logits rows returns none.
+  Batch none;
+  none.add({0}, 0, prompt, LogitsFor::None);
+  CHECK(model->forward_greedy(none, *cache).empty());
 }

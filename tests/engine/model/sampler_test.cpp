@@ -13,6 +13,15 @@ TEST_CASE("greedy picks the largest logit / the lowest id on a tie", "[sampler]"
   Sampler greedy(SamplingParams{});
   CHECK(greedy.sample(std::vector<float>{0.1f, 3.0f, -1.0f, 3.0f}) == 1);
   CHECK(argmax(std::vector<float>{-5.0f}) == 0);
+  CHECK(greedy.greedy());
+  CHECK_FALSE(Sampler({1.0f, 0, 1.0f, 1}).greedy());
+}
+
+TEST_CASE("greedy argmax: a NaN never wins and a row of NaNs gives token 0", "[sampler]") {
+  CHECK(argmax(std::vector<float>{NAN, -1.0f, NAN, 2.0f, NAN}) == 3);
+  CHECK(argmax(std::vector<float>{NAN, NAN, NAN}) == 0);
+  CHECK(argmax(std::vector<float>{-INFINITY, NAN}) == 0);
+  CHECK(argmax(std::vector<float>{}) == 0);
 }
 
 TEST_CASE("top_k = 1 and a tiny top_p both reduce to greedy", "[sampler]") {
