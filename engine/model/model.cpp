@@ -196,7 +196,7 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
       }
     }
     count("kv_write", [&] { return Work{0, 0, 2.0 * T * KV * fb, 0, 0, 2.0 * T * KV * fb}; });
-    attention(ctx_, attn, q, seqs, shape);
+    attention(ctx_, options_.attention, attn, q, seqs, shape);
     for (const AttentionSeq& s : seqs)
       count("attention", [&] {
         const double n = s.num_new_tokens, cached = s.num_computed_tokens;
