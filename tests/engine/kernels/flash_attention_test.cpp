@@ -3,7 +3,8 @@
 // data over ragged shapes, then the invariants: split-K in any number of
 // pieces == one pass, paged == contiguous, and deterministic flash giving a
 // row the same bits whatever batch it is in. Last, the byte counts on
-// shapes small enough to count by hand.
+// shapes small enough to count by hand. Loops report their case with INFO
+// rather than sections: a section re-runs the whole test case each time.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -97,7 +98,8 @@ TEST_CASE("every version picks the one key a large query matches", "[flash][hand
   q[2] = 100.0f;
   for (bool det : {false, true})
     for (const Version& ver : versions()) {
-      DYNAMIC_SECTION(ver.name << (det ? " deterministic" : " fast")) {
+      {
+  INFO(ver.name << (det ? " deterministic" : " fast"));
         std::vector<float> out(D, NAN);
         ver.fn(KernelContext{&pool, det}, out.data(), q.data(), {AttentionSeq{0, 1, 3, KVView{k.data(), v.data(), D, nullptr, 0}}},
                {1, 1, D});
@@ -116,7 +118,8 @@ TEST_CASE("every version gives the mean of the values when all scores tie - and 
   for (int t = 0; t < L; ++t) v[t * D] = v[t * D + 1] = static_cast<float>(t);
   for (bool det : {false, true})
     for (const Version& ver : versions()) {
-      DYNAMIC_SECTION(ver.name << (det ? " deterministic" : " fast")) {
+      {
+  INFO(ver.name << (det ? " deterministic" : " fast"));
         std::vector<float> out(L * D, NAN);
         ver.fn(KernelContext{&pool, det}, out.data(), q.data(), {AttentionSeq{0, L, 0, KVView{k.data(), v.data(), D, nullptr, 0}}},
                {1, 1, D});
@@ -139,9 +142,10 @@ TEST_CASE("every version equals v0 on ragged shapes - causal prefill - decode - 
         const auto ref = as_double(p.run(attention_naive, KernelContext{&pool}, p.view()));
         for (bool det : {false, true})
           for (const Version& ver : versions()) {
-            DYNAMIC_SECTION(ver.name << (det ? " deterministic" : " fast") << " heads " << shape.num_heads << ":"
+            {
+  INFO(ver.name << (det ? " deterministic" : " fast") << " heads " << shape.num_heads << ":"
                                      << shape.num_kv_heads << " d " << shape.head_dim << " L " << L << " new "
-                                     << num_new) {
+                                     << num_new);
               CHECK(test::all_close(p.run(ver.fn, KernelContext{&pool, det}, p.view()), ref, kAtol, kRtol));
             }
           }
@@ -153,7 +157,8 @@ TEST_CASE("flash handles query and key tiles that end at the sequence's end", "[
   ThreadPool pool(2);
   for (int L : {63, 64, 65, 255, 256, 257, 320})
     for (bool det : {false, true}) {
-      DYNAMIC_SECTION("L " << L << (det ? " deterministic" : " fast")) {
+      {
+  INFO("L " << L << (det ? " deterministic" : " fast"));
         Problem p(kMQA, L, L, static_cast<unsigned>(L));
         const auto ref = as_double(p.run(attention_naive, KernelContext{&pool}, p.view()));
         CHECK(test::all_close(p.run(attention_flash, KernelContext{&pool, det}, p.view()), ref, kAtol, kRtol));
@@ -173,7 +178,8 @@ TEST_CASE("split-K in any number of pieces equals one pass", "[flash][split-k]")
     const Fn one = [](auto& c, float* o, const float* q, auto& s, auto& sh) { attention_split_k(c, o, q, s, sh, 1); };
     const auto one_pass = as_double(p.run(one, KernelContext{&pool}, p.view()));
     for (int pieces : {2, 3, 4, 5, 7, 8, 15, 16, 17, 100}) {
-      DYNAMIC_SECTION("new tokens " << num_new << " pieces " << pieces) {
+      {
+  INFO("new tokens " << num_new << " pieces " << pieces);
         const Fn split = [pieces](auto& c, float* o, const float* q, auto& s, auto& sh) {
           attention_split_k(c, o, q, s, sh, pieces);
         };
@@ -214,8 +220,9 @@ TEST_CASE("paged flash and split-K equal contiguous - bit for bit in determinist
         for (bool det : {false, true})
           for (const Version& ver : versions()) {
             if (ver.name == "v1 standard" || ver.name == "v2 blocked") continue;  // lab 04 tests those
-            DYNAMIC_SECTION(ver.name << (det ? " deterministic" : " fast") << " L " << L << " block " << bs << " new "
-                                     << num_new) {
+            {
+  INFO(ver.name << (det ? " deterministic" : " fast") << " L " << L << " block " << bs << " new "
+                                     << num_new);
               const auto contiguous = p.run(ver.fn, KernelContext{&pool, det}, p.view());
               const auto in_blocks = p.run(ver.fn, KernelContext{&pool, det}, paged);
               if (det)
