@@ -9,6 +9,7 @@
  * | 02_kv_cache | kv_cache |
  * | 03_roofline | none: measures lab 02's configuration (perf/counter.h, perf/cost_model.h) |
  * | 04_paged_attention | paged_kv_cache and continuous_batching: seed 000 §6 calls them a pair, space and time |
+ * | 05_flash_attention | flash_attention: tiled attention with the online softmax, split-K for long decodes |
  *
  * Later labs add their switch here (paged KV, flash attention, chunked
  * prefill, disaggregation), so the whole ladder reads top to bottom.
@@ -24,6 +25,8 @@ struct Techniques {
   bool paged_kv_cache = false;
   /// lab 04: requests join and leave the running batch at every step (SchedulingPolicy::CONTINUOUS)
   bool continuous_batching = false;
+  /// lab 05: attention in tiles with the online softmax (EngineOptions::attention = FLASH), split-K for long decodes
+  bool flash_attention = false;
 
   /**
    * @brief The techniques on in lab @p lab (1-based).
