@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
     check(num_requests >= 1, "--num-requests must be >= 1, got ", num_requests);
     check(o.repeats >= 1, "--repeats must be >= 1, got ", o.repeats);
     check(o.threads >= 0, "--threads must be >= 0 (0 = all cores), got ", o.threads);
+    parse_attention_kind(o.attention, "--attention");  // the serving check runs both kinds; refuse a typo before printing
     const ModelConfig c = preset(o.preset);
     const AttentionShape shape{c.num_attention_heads, c.num_key_value_heads, c.head_dim};
     ThreadPool pool(o.threads), one(1);

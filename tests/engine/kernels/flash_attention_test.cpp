@@ -296,7 +296,7 @@ TEST_CASE("at L = 4096 on qwen2.5-0.5b's heads flash moves over 10x fewer bytes 
   CHECK(flash < attention_traffic(AttentionVersion::BLOCKED, p, M).bytes);
 }
 
-TEST_CASE("--attention takes naive blocked or flash and names itself when refused", "[flash][options]") {
+TEST_CASE("the attention option takes naive blocked or flash and names its flag when refused", "[flash][options]") {
   CHECK(parse_attention_kind("flash", "--attention") == AttentionKind::FLASH);
   CHECK(parse_attention_kind("naive", "--attention") == AttentionKind::NAIVE);
   CHECK(std::string(to_string(AttentionKind::BLOCKED)) == "blocked");
