@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "cuda/attention_flash.h"
 #include "cuda/cuda_kv_cache.h"
 #include "cuda/device_memory.h"
 #include "cuda/device_probe.h"
@@ -191,7 +192,7 @@ std::vector<float> CudaModel::forward(const Batch& batch, KVCache& cache) {
     // In a qkv row the k heads follow the q heads, so one launch rotates both.
     cuda::rope(qkv, QKV, pos, T, c.num_attention_heads + c.num_key_value_heads, c.head_dim, s.inv_freq.as<const float>());
     cuda::kv_cache_write(qkv, QKV, Q, Q + KV, rows, layer_views, T, KV);
-    cuda::attention_naive(attn, qkv, QKV, rows, layer_views, T, max_keys, heads, scores, score_floats);
+    cuda::attention(attn, qkv, QKV, rows, layer_views, T, S, max_keys, heads, scores, score_floats);  // lab 05: flash / split-K
     s.gemm.matmul(proj, attn, w.o_proj, T);
     cuda::add_inplace(x, proj, rows_of(T, H));
     // MLP sublayer (SwiGLU): gate and up from one GEMM, then down.
