@@ -106,9 +106,10 @@ inline constexpr int kFlashQueryTile = 256;
 
 /**
  * @brief The pieces attention_split_k() cuts a context of @p keys into when
- *        asked for 0: one while the work items (sequences × KV heads)
- *        already fill @p threads, otherwise enough for two per thread, each
- *        at least 8 key tiles (shorter pieces cost more to merge than they save).
+ *        asked for 0: one when the work items (sequences × KV heads) already
+ *        give each of @p threads two, otherwise enough for about four per
+ *        thread (contiguous chunks of uneven items then even out), each at
+ *        least 8 key tiles (shorter pieces cost more to merge than they save).
  */
 int split_k_pieces(int keys, int work_items, int threads);
 
