@@ -220,6 +220,7 @@ TEST_CASE("paged flash and split-K equal contiguous - bit for bit in determinist
         for (bool det : {false, true})
           for (const Version& ver : versions()) {
             if (ver.name == "v1 standard" || ver.name == "v2 blocked") continue;  // lab 04 tests those
+            if (ver.name.starts_with("v4") && num_new > 1) continue;  // split-K is the decode path; prefills go to v3
             {
   INFO(ver.name << (det ? " deterministic" : " fast") << " L " << L << " block " << bs << " new "
                                      << num_new);
