@@ -1,13 +1,17 @@
 /**
  * @file attention.h
- * @brief Causal grouped-query attention over a KV cache: the naive
- *        reference every later variant (flash, paged, split-K) is tested against.
+ * @brief Causal grouped-query attention over a KV cache: lab 05's
+ *        progression, from the plain-loop reference (v0, attention_naive)
+ *        that every later version is tested against, through standard,
+ *        blocked and flash attention, to split-K decode; one file per
+ *        version (attention_v0_reference.cpp ... attention_v5_paged.h).
  *
  * For a query at position p of a sequence, head h reads K/V head
  * h / (num_heads / num_kv_heads) for tokens 0..p:
  * \f[ o = \sum_{t \le p} \mathrm{softmax}_t\!\left(\frac{q \cdot k_t}{\sqrt{d}}\right) v_t \f]
  * The scores of one query row are materialised in full (length p + 1):
  * this is the memory traffic lab 05's flash attention removes.
+ * @see labs/05_flash_attention/README.md
  */
 #pragma once
 
