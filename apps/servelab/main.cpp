@@ -58,6 +58,7 @@ struct GenerateArgs {
   int threads = 0;
   bool no_kv_cache = false;
   bool deterministic = false;
+  std::string attention = "blocked";
   std::string dtype = "f32";
   std::string backend = "cpu";
 };
@@ -158,6 +159,7 @@ int run_generate(const GenerateArgs& a) {
   options.backend = parse_backend(a.backend, "--backend");
   options.num_threads = a.threads;
   options.deterministic = a.deterministic;
+  options.attention = parse_attention_kind(a.attention, "--attention");
   options.weight_dtype = parse_weight_dtype(a.dtype, "--dtype");
   check(a.threads >= 0, "--threads must be >= 0 (0 = all cores), got ", a.threads);
   check(a.system.empty() || !a.chat.empty(), "--system needs --chat (it is the system message of the conversation)");
@@ -189,7 +191,7 @@ int run_generate(const GenerateArgs& a) {
          << ", " << dtype_name(options.weight_dtype) << " weights, f32 activations, cpu, " << model->num_threads()
          << " threads\n"
          << "kv cache   " << (gen.use_kv_cache ? "on (contiguous)" : "off (recompute every step)") << ", reductions "
-         << (a.deterministic ? "deterministic" : "fast (OpenBLAS)") << "\n"
+         << (a.deterministic ? "deterministic" : "fast (OpenBLAS)") << ", attention " << a.attention << "\n"
          << "sampling   " << (a.temperature == 0.0f ? std::string("greedy") : "temperature " + std::to_string(a.temperature))
          << ", seed " << a.seed << "\n";
   if (prompt.text) {
@@ -358,6 +360,7 @@ int main(int argc, char** argv) {
   gen->add_option("--threads", g.threads, "CPU threads, 0 = all cores")->capture_default_str();
   gen->add_flag("--no-kv-cache", g.no_kv_cache, "recompute the whole sequence every step (use_cache=False)");
   gen->add_flag("--deterministic", g.deterministic, "batch-invariant reductions (slower prefill)");
+  gen->add_option("--attention", g.attention, "attention kernels: naive, blocked or flash (lab 05)")->capture_default_str();
   gen->add_option("--dtype", g.dtype, "weight dtype: f32 (exact) or bf16 (half the bytes)")->capture_default_str();
   gen->add_option("--backend", g.backend, "cpu or cuda")->capture_default_str();
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "cuda/attention_flash.h"
 #include "cuda/cuda_kv_cache.h"
 #include "cuda/device_memory.h"
 #include "cuda/device_probe.h"
@@ -344,15 +345,14 @@ void CudaModel::attend(float* out, const float* qkv, const cuda::AttentionRow* r
   const ModelConfig& c = s.config;
   const cuda::AttentionHeads heads{c.num_attention_heads, c.num_key_value_heads, c.head_dim};
   const std::size_t qkv_stride = static_cast<std::size_t>(c.q_dim()) + 2 * c.kv_dim();
-  // Split-K decode attention plugs in here: when T == S (one query per
-  // sequence, a decode step) lab 05's kernel splits each sequence's keys
-  // across blocks, a whole KV group per block, and merges the partial
-  // softmax states with online_softmax_merge. Until then every step runs the
-  // naive kernel, with the plan's key capacity as its score stride so that
-  // the arguments, and a captured graph, do not change as contexts grow.
-  (void)S;
-  cuda::attention_naive(out, qkv, qkv_stride, rows, views, T, s.plan.keys, heads, s.buf(State::SCORES),
-                        s.score_floats());
+  // Lab 05's kernels (attention_flash.h): flash attention for prefill, and
+  // for a decode step (one query per sequence) split-K, each sequence's keys
+  // split across blocks, a whole KV group per block, the partial softmax
+  // states merged with online_softmax_merge. The plan's key capacity is
+  // passed, not this step's longest context, so the arguments, and a
+  // captured graph, do not change as contexts grow.
+  cuda::attention(out, qkv, qkv_stride, rows, views, T, S, s.plan.keys, heads, s.buf(State::SCORES),
+                  s.score_floats());
 }
 
 }  // namespace servelab

@@ -1,16 +1,21 @@
 /**
  * @file attention.h
- * @brief Causal grouped-query attention over a KV cache: the naive
- *        reference every later variant (flash, paged, split-K) is tested against.
+ * @brief Causal grouped-query attention over a KV cache: lab 05's
+ *        progression, from the plain-loop reference (v0, attention_naive)
+ *        that every later version is tested against, through standard,
+ *        blocked and flash attention, to split-K decode; one file per
+ *        version (attention_v0_reference.cpp ... attention_v5_paged.h).
  *
  * For a query at position p of a sequence, head h reads K/V head
  * h / (num_heads / num_kv_heads) for tokens 0..p:
  * \f[ o = \sum_{t \le p} \mathrm{softmax}_t\!\left(\frac{q \cdot k_t}{\sqrt{d}}\right) v_t \f]
  * The scores of one query row are materialised in full (length p + 1):
  * this is the memory traffic lab 05's flash attention removes.
+ * @see labs/05_flash_attention/README.md
  */
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "kernels/context.h"
@@ -60,11 +65,89 @@ void attention_blocked(const KernelContext& ctx, float* out, const float* q, con
                        const AttentionShape& shape);
 
 /**
- * @brief The attention the model runs: attention_naive() in deterministic
- *        mode or when every sequence has few new tokens (decode),
- *        attention_blocked() otherwise.
+ * @brief Lab 05's v1, standard attention as the FlashAttention paper states
+ *        it: S = Q·Kᵀ for every (query, key) pair, P = softmax(S), O = P·V,
+ *        with S and P written out in full ([num_new_tokens, keys] per head).
+ * @see engine/kernels/attention_v1_standard.cpp for what it moves.
  */
-void attention(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
-               const AttentionShape& shape);
+void attention_standard(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
+                        const AttentionShape& shape);
+
+/**
+ * @brief Lab 05's v3, FlashAttention: query tiles against key tiles with
+ *        the online softmax; S and P live only in a per-thread tile.
+ *
+ * Key tiles start at multiples of kFlashKeyTile (absolute key positions), so
+ * a row is cut into the same tiles whichever batch it is in. In
+ * deterministic mode every row is computed alone with fixed-order loops, so
+ * its result depends only on its query and its keys.
+ * @see engine/kernels/attention_v3_flash.cpp
+ */
+void attention_flash(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
+                     const AttentionShape& shape);
+
+/**
+ * @brief Lab 05's v4, split-K (flash-decoding): each sequence's keys are cut
+ *        into @p num_splits ranges of whole key tiles, one work item per
+ *        (sequence, KV head, range) that scores every query head of the GQA
+ *        group against the range; the partial softmax states are merged with
+ *        online_softmax_merge().
+ * @param num_splits pieces per sequence; 0 = chosen from the context and the
+ *        thread count (split_k_pieces()). Deterministic mode always uses 1.
+ * @see engine/kernels/attention_v4_split_k.cpp
+ */
+void attention_split_k(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
+                       const AttentionShape& shape, int num_splits = 0);
+
+/// Keys per flash tile (v3, v4): 64 keys × 64 dims of K and V is 32 KiB, an L1's worth.
+inline constexpr int kFlashKeyTile = 64;
+/**
+ * Queries per flash tile (v3). K and V are read once per query tile, so the
+ * tile's height sets the traffic (the paper's Θ(N²d²/M)): 256 rows of Q and
+ * Õ at d = 64 plus a 256 × 64 score tile are 192 KiB, inside a 1 MiB L2.
+ */
+inline constexpr int kFlashQueryTile = 256;
+
+/**
+ * @brief The pieces attention_split_k() cuts a context of @p keys into when
+ *        asked for 0: one when the work items (sequences × KV heads) already
+ *        give each of @p threads two, otherwise enough for about four per
+ *        thread (contiguous chunks of uneven items then even out), each at
+ *        least 8 key tiles (shorter pieces cost more to merge than they save).
+ */
+int split_k_pieces(int keys, int work_items, int threads);
+
+/// Which attention the engine runs (EngineOptions::attention, `--attention`).
+enum class AttentionKind {
+  NAIVE,    ///< attention_naive() for every row (lab 05's v0)
+  BLOCKED,  ///< attention_blocked() for prefill, attention_naive() for decode and in deterministic mode (before lab 05)
+  FLASH,    ///< attention_flash() for prefill, attention_split_k() for decode (lab 05)
+};
+
+/// "naive", "blocked" or "flash".
+const char* to_string(AttentionKind kind);
+/**
+ * @brief Parses "naive", "blocked" or "flash".
+ * @throws Error naming @p flag for anything else.
+ */
+AttentionKind parse_attention_kind(const std::string& text, const std::string& flag);
+
+/**
+ * @brief The attention the model runs, chosen by @p kind (see AttentionKind).
+ *
+ * With FLASH, sequences with fewer than 16 new tokens (decode) go to
+ * attention_split_k() with its automatic split, the others to
+ * attention_flash(). In deterministic mode BLOCKED falls back to
+ * attention_naive() (sgemm rounding depends on shapes) while FLASH keeps
+ * flash, whose deterministic path is batch-invariant by construction.
+ */
+void attention(const KernelContext& ctx, AttentionKind kind, float* out, const float* q,
+               const std::vector<AttentionSeq>& seqs, const AttentionShape& shape);
+
+/// attention() with AttentionKind::BLOCKED, the engine's choice before lab 05.
+inline void attention(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
+                      const AttentionShape& shape) {
+  attention(ctx, AttentionKind::BLOCKED, out, q, seqs, shape);
+}
 
 }  // namespace servelab

@@ -241,7 +241,7 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
         std::memcpy(seqs[i].kv.value(seqs[i].num_computed_tokens + j), v + r, sizeof(float) * KV);
       }
     }
-    attention(ctx_, attn, q, seqs, shape);
+    attention(ctx_, options_.attention, attn, q, seqs, shape);
     matmul(ctx_, proj, attn, w.o_proj, T);
     add_inplace(x, proj, residual);
     // MLP sublayer (SwiGLU): gate and up from one GEMM, then down.

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/attention.h"
 #include "kernels/context.h"
 #include "config/model_config.h"
 #include "kv/kv_cache.h"
@@ -52,6 +53,9 @@ struct EngineOptions {
   DType weight_dtype = DType::F32;
   /// Batch-invariant reductions (see KernelContext::deterministic); slower prefill.
   bool deterministic = false;
+  /// Attention kernels (lab 05): BLOCKED is the engine before lab 05, FLASH tiles with the online softmax
+  /// and splits long decodes across threads (kernels/attention.h).
+  AttentionKind attention = AttentionKind::BLOCKED;
 };
 
 /// A model ready to run: config, weights and the threads to run them on.
@@ -88,6 +92,8 @@ class Model {
 
   /// Toggles batch-invariant reductions for later forward() calls.
   void set_deterministic(bool on) { options_.deterministic = on; ctx_.deterministic = on; }
+  /// Chooses the attention kernels of later forward() calls (CPU backend; lab 05).
+  void set_attention(AttentionKind kind) { options_.attention = kind; }
 
   /**
    * @brief Runs one step over a ragged batch.

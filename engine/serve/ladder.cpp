@@ -10,6 +10,7 @@ Techniques Techniques::for_lab(int lab) {
   if (lab >= 2) t.kv_cache = true;  // lab 02
   // lab 03 turns on no technique: it measures lab 02's configuration (counters, roofs, cost model)
   if (lab >= 4) t.paged_kv_cache = t.continuous_batching = true;
+  if (lab >= 5) t.flash_attention = true;
   if (lab >= 6) t.chunked_prefill = true;
   return t;
 }

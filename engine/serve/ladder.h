@@ -9,6 +9,7 @@
  * | 02_kv_cache | kv_cache |
  * | 03_roofline | none: measures lab 02's configuration (perf/counter.h, perf/cost_model.h) |
  * | 04_paged_attention | paged_kv_cache and continuous_batching: seed 000 §6 calls them a pair, space and time |
+ * | 05_flash_attention | flash_attention: tiled attention with the online softmax, split-K for long decodes |
  * | 06_chunked_prefill | chunked_prefill |
  *
  * Later labs add their switch here (paged KV, flash attention, chunked
@@ -25,6 +26,8 @@ struct Techniques {
   bool paged_kv_cache = false;
   /// lab 04: requests join and leave the running batch at every step (SchedulingPolicy::CONTINUOUS)
   bool continuous_batching = false;
+  /// lab 05: attention in tiles with the online softmax (EngineOptions::attention = FLASH), split-K for long decodes
+  bool flash_attention = false;
   /// lab 06: prompts split over steps so no step exceeds max_num_batched_tokens (SchedulerConfig::enable_chunked_prefill)
   bool chunked_prefill = false;
 

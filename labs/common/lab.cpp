@@ -26,6 +26,7 @@ void add_common_options(CLI::App& app, LabOptions& o, const std::string& default
   app.add_flag("--quick", o.quick, "small sizes and one repeat: a smoke run in seconds");
   app.add_option("--repeats", o.repeats, "timed runs per point (median reported)")->capture_default_str();
   app.add_option("--warmup", o.warmup, "untimed runs before timing")->capture_default_str();
+  app.add_option("--attention", o.attention, "attention kernels: naive, blocked or flash (lab 05)")->capture_default_str();
 }
 
 std::unique_ptr<Model> load_model(const LabOptions& o, bool deterministic) {
@@ -36,6 +37,7 @@ std::unique_ptr<Model> load_model(const LabOptions& o, bool deterministic) {
   engine.backend = parse_backend(o.backend, "--backend");
   engine.num_threads = o.threads;
   engine.deterministic = deterministic;
+  engine.attention = parse_attention_kind(o.attention, "--attention");
   engine.weight_dtype = parse_weight_dtype(o.dtype, "--dtype");
   std::cerr << "loading " << (o.model_dir.empty() ? "preset " + o.preset + " (synthetic weights)" : o.model_dir)
             << " ...\n";
@@ -73,6 +75,7 @@ void describe_run(Report& report, const Model& model, const LabOptions& o) {
                                std::to_string(model.num_threads()) + " threads");
   report.setting("dtype", o.dtype + " weights, f32 activations and KV cache");
   report.setting("reductions", model.options().deterministic ? "deterministic (batch-invariant)" : "fast (OpenBLAS)");
+  report.setting("attention", to_string(model.options().attention));
   report.setting("timing", std::to_string(o.warmup) + " warm-up + " + std::to_string(o.repeats) +
                                " timed runs per point, median shown (min/max in the files)");
 }

@@ -17,6 +17,7 @@ TEST_CASE("lab 04 = lab 03 + paged KV blocks and continuous batching", "[lab04]"
   CHECK(four.kv_cache);
   CHECK(four.paged_kv_cache);
   CHECK(four.continuous_batching);
+  CHECK_FALSE(four.flash_attention);
   REQUIRE_ERROR_MENTIONS(Techniques::for_lab(7), "lab 7");
 }
 

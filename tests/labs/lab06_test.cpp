@@ -12,6 +12,7 @@ TEST_CASE("lab 06 = lab 04 + chunked prefill", "[lab06]") {
   CHECK_FALSE(Techniques::for_lab(4).chunked_prefill);
   CHECK(Techniques::for_lab(6).chunked_prefill);
   CHECK(Techniques::for_lab(6).continuous_batching);
+  CHECK(Techniques::for_lab(6).flash_attention);
 }
 
 TEST_CASE("lab 06 --quick splits the long prompt and keeps every token", "[lab06]") {

@@ -1,0 +1,105 @@
+#include "kernels/attention_traffic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+namespace servelab {
+
+namespace {
+
+constexpr double kF = sizeof(float);
+
+/// Block-table reads of one pass over @p keys keys (v5): one 4-byte entry per block.
+double table_bytes(const AttentionProblem& p, double keys) {
+  return p.block_size > 0 ? 4.0 * std::ceil(keys / p.block_size) : 0.0;
+}
+
+}  // namespace
+
+AttentionTraffic attention_traffic(AttentionVersion version, const AttentionProblem& p, double M) {
+  const double H = p.shape.num_heads, D = p.shape.head_dim, KVH = p.shape.num_kv_heads, group = H / KVH;
+  const int n = p.num_new_tokens, c = p.num_computed_tokens;
+  const double keys_total = c + n;
+  AttentionTraffic t;
+  double pairs = 0;  // visible (query, key) pairs per head
+  for (int i = 0; i < n; ++i) pairs += c + i + 1;
+  t.flops = 4.0 * D * pairs * H;
+  const double q_and_o = 2.0 * n * H * D * kF;  // every version reads Q and writes O once
+  switch (version) {
+    case AttentionVersion::REFERENCE:
+      // Each (query, head) reads K and V of its visible keys; its score row stays in cache.
+      t.bytes = q_and_o + 2.0 * D * kF * pairs * H;
+      t.assumes = "one row of scores (p + 1 floats) per thread";
+      break;
+    case AttentionVersion::STANDARD:
+      // Per head: K and V once (the sgemms pack them), S written, read and written as P, P read: 4 n·keys.
+      t.bytes = q_and_o + H * (2.0 * keys_total * D * kF + 4.0 * n * keys_total * kF);
+      t.assumes = "one row of S while the softmax runs over it; Q, K, V packed once by each sgemm";
+      break;
+    case AttentionVersion::BLOCKED:
+      // Per (query block of 64, head): K and V up to the block's last query; the 64 × keys slab spills past M.
+      t.bytes = q_and_o;
+      for (int i = 0; i < n; i += 64) {
+        const double rows = std::min(64, n - i), keys = c + i + rows;
+        t.bytes += H * (2.0 * keys * D * kF + table_bytes(p, keys));
+        if (rows * keys * kF > M) t.bytes += H * 4.0 * rows * keys * kF;
+      }
+      t.assumes = "the 64 × keys slab of S while it fits in M, written and read 4 times when it does not";
+      break;
+    case AttentionVersion::FLASH:
+      // Per (query tile, head): K and V up to the tile's last query, once; S and P stay in the tile.
+      t.bytes = q_and_o;
+      for (int i = 0; i < n; i += kFlashQueryTile) {
+        const double keys = c + std::min(n, i + kFlashQueryTile);
+        t.bytes += H * (2.0 * keys * D * kF + table_bytes(p, keys));
+      }
+      t.assumes = "a " + std::to_string(kFlashQueryTile) + " × d tile of Q and Õ and a " +
+                  std::to_string(kFlashQueryTile) + " × " + std::to_string(kFlashKeyTile) + " tile of S";
+      break;
+    case AttentionVersion::SPLIT_K: {
+      // Per (KV head, piece): K and V of the piece once for the whole GQA group; each piece writes and the merge
+      // reads its (m, l, Õ) per row.
+      const double pieces = std::max(1, p.num_splits);
+      t.bytes = q_and_o + KVH * (2.0 * keys_total * D * kF + pieces * table_bytes(p, keys_total / pieces)) +
+                2.0 * pieces * n * group * KVH * (D + 2) * kF;
+      if (pieces > 1) t.bytes += (pieces - 1) * n * H * D * kF;  // every piece but the first reads the group's Q again
+      t.assumes = "one piece's tile of the group's rows (" + std::to_string(static_cast<int>(group)) + " × d)";
+      break;
+    }
+  }
+  return t;
+}
+
+double paper_standard_bytes(const AttentionProblem& p) {
+  const double N = p.num_computed_tokens + p.num_new_tokens, d = p.shape.head_dim;
+  return p.shape.num_heads * (N * d + N * N) * kF;
+}
+
+double paper_flash_bytes(const AttentionProblem& p, double fast_memory_bytes) {
+  const double N = p.num_computed_tokens + p.num_new_tokens, d = p.shape.head_dim, M = fast_memory_bytes / kF;
+  return p.shape.num_heads * (N * N * d * d / M) * kF;
+}
+
+double cpu_fast_memory_bytes() {
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index2/size");
+  double size = 0;
+  if (f >> size) {
+    if (f.peek() == 'K') size *= 1024;
+    if (f.peek() == 'M') size *= 1024 * 1024;
+  }
+  return size > 0 ? size : 1024.0 * 1024.0;
+}
+
+const char* version_name(AttentionVersion v) {
+  switch (v) {
+    case AttentionVersion::REFERENCE: return "v0 reference";
+    case AttentionVersion::STANDARD: return "v1 standard (S, P in memory)";
+    case AttentionVersion::BLOCKED: return "v2 blocked";
+    case AttentionVersion::FLASH: return "v3 flash";
+    case AttentionVersion::SPLIT_K: return "v4 split-K";
+  }
+  return "?";
+}
+
+}  // namespace servelab

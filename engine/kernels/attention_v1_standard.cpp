@@ -1,0 +1,80 @@
+/**
+ * @file attention_v1_standard.cpp
+ * @brief Lab 05's v1, standard attention as the FlashAttention paper's
+ *        Algorithm 0 writes it: S = QKᵀ to memory, P = softmax(S) to memory,
+ *        O = PV, for the whole [new tokens, keys] matrix of each head.
+ *
+ * What changed from v0: the dot products move into BLAS (one sgemm for S,
+ * one for O per head), so queries share each key while it is in cache.
+ * The bottleneck this buys: S and P are written out in full, N × N floats
+ * per head (64 MiB at N = 4,096), far past any cache, and read back: once
+ * for the max, once for the exponentials and sum, once for O. Causal
+ * masking is applied to the full matrix after the fact, so half of the
+ * sgemm's work is thrown away. The bottleneck left: that traffic, which is
+ * Θ(N·d + N²) per head, quadratic in N where the output is linear.
+ * What it moves (attention_traffic()): per head Q, K, V, O once, S written
+ * once, read twice and P written once (in place) and read once:
+ * 4·N_q·N_k floats beyond the paper's N·d terms.
+ * @see labs/05_flash_attention/README.md
+ */
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/thread_pool.h"
+#include "kernels/attention.h"
+#include "kernels/attention_v5_paged.h"
+#include "kernels/gemm.h"
+#include "kernels/math/attention.h"
+
+namespace servelab {
+
+void attention_standard(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
+                        const AttentionShape& shape) {
+  use_blas_inside_engine_threads();
+  const int H = shape.num_heads, D = shape.head_dim, group = shape.num_heads / shape.num_kv_heads;
+  const int ldq = H * D;
+  const float scale = attention_scale(D);
+  struct Item {
+    const AttentionSeq* seq;
+    int head;
+  };
+  std::vector<Item> items;
+  for (const auto& s : seqs)
+    for (int h = 0; h < H; ++h) items.push_back({&s, h});
+  ctx.pool->parallel_for(items.size(), [&](std::size_t i0, std::size_t i1) {
+    std::vector<float> S;  // [n, keys] S, then P in place: main memory, never a cache's worth
+    for (std::size_t i = i0; i < i1; ++i) {
+      const AttentionSeq& s = *items[i].seq;
+      const int h = items[i].head, kvh = h / group, n = s.num_new_tokens;
+      const int keys = s.num_computed_tokens + n;
+      const float* qh = q + static_cast<std::size_t>(s.first_row) * ldq + h * D;
+      float* oh = out + static_cast<std::size_t>(s.first_row) * ldq + h * D;
+      S.resize(static_cast<std::size_t>(n) * keys);
+      // S = Q Kᵀ / sqrt(d) for every (query, key) pair, masked or not.
+      for_each_contiguous_run(s.kv, 0, keys, [&](int t, int run) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, run, D, scale, qh, ldq, s.kv.key(t) + kvh * D,
+                    static_cast<int>(s.kv.row_stride), 0.0f, S.data() + t, keys);
+      });
+      // Causal mask, then P = softmax(S) row by row, normalised in place.
+      for (int r = 0; r < n; ++r) {
+        float* row = S.data() + static_cast<std::size_t>(r) * keys;
+        const int visible = s.num_computed_tokens + r + 1;
+        std::fill(row + visible, row + keys, -INFINITY);
+        const float mx = *std::max_element(row, row + keys);
+        float sum = 0.0f;
+        for (int t = 0; t < keys; ++t) sum += (row[t] = std::exp(row[t] - mx));
+        const float inv = 1.0f / sum;
+        for (int t = 0; t < keys; ++t) row[t] *= inv;
+      }
+      // O = P V.
+      for_each_contiguous_run(s.kv, 0, keys, [&](int t, int run) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, D, run, 1.0f, S.data() + t, keys,
+                    s.kv.value(t) + kvh * D, static_cast<int>(s.kv.row_stride), t == 0 ? 0.0f : 1.0f, oh, ldq);
+      });
+    }
+  });
+}
+
+}  // namespace servelab

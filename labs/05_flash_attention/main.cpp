@@ -1,0 +1,401 @@
+/**
+ * @file main.cpp
+ * @brief Lab 05 — FlashAttention: the same attention output from five
+ *        versions, and the bytes each one moves through main memory.
+ *
+ * v0 (the specification) is plain loops; v1 writes S and P out in full; v2
+ * scores a block of queries at a time; v3 is flash attention (tiles and the
+ * online softmax); v4 splits a long decode's keys across threads; v5 runs v3
+ * and v4 through lab 04's block table. Every version is checked against v0
+ * before it is timed. Then lab 04's serving run is repeated with flash on
+ * and must give the same greedy tokens in deterministic mode.
+ * @see labs/05_flash_attention/README.md
+ */
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <iomanip>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernels/attention.h"
+#include "kernels/attention_traffic.h"
+#include "lab.h"
+#include "serve/engine.h"
+#include "serve/ladder.h"
+#include "serve/metrics.h"
+#include "serve/workload.h"
+
+using namespace servelab;
+using namespace servelab::lab;
+
+namespace {
+
+/// |version - v0| <= kAtol + kRtol·|v0|: a few f32 ulps per term over 8,192 keys, with room (the tests use 1e-5).
+constexpr double kAtol = 1e-4, kRtol = 1e-4;
+
+using AttentionCall = std::function<void(const KernelContext&, float*, const float*, const std::vector<AttentionSeq>&)>;
+
+/// One sequence's attention inputs: Q of its new tokens, K and V of its whole context, contiguous and paged.
+struct Inputs {
+  AttentionShape shape;
+  int context = 0, num_new = 0, block_size = 16;
+  std::vector<float> q, k, v;     // [num_new, H·D], [context, KVH·D], [context, KVH·D]
+  std::vector<float> pk, pv;      // the same rows in shuffled blocks
+  std::vector<std::int32_t> table;
+
+  Inputs(AttentionShape s, int ctx, int n, std::uint64_t seed) : shape(s), context(ctx), num_new(n) {
+    std::mt19937 rng(static_cast<unsigned>(seed + ctx));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const std::size_t kv_dim = static_cast<std::size_t>(s.num_kv_heads) * s.head_dim;
+    q.resize(static_cast<std::size_t>(n) * s.num_heads * s.head_dim);
+    k.resize(static_cast<std::size_t>(ctx) * kv_dim);
+    v.resize(k.size());
+    for (auto* x : {&q, &k, &v})
+      for (float& f : *x) f = u(rng);
+    const int blocks = (ctx + block_size - 1) / block_size;
+    table.resize(static_cast<std::size_t>(blocks));
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), rng);
+    pk.resize(static_cast<std::size_t>(blocks) * block_size * kv_dim);
+    pv.resize(pk.size());
+    for (int t = 0; t < ctx; ++t) {
+      const std::size_t row = static_cast<std::size_t>(table[static_cast<std::size_t>(t / block_size)]) * block_size + t % block_size;
+      std::copy_n(k.begin() + static_cast<std::ptrdiff_t>(t * kv_dim), kv_dim, pk.begin() + static_cast<std::ptrdiff_t>(row * kv_dim));
+      std::copy_n(v.begin() + static_cast<std::ptrdiff_t>(t * kv_dim), kv_dim, pv.begin() + static_cast<std::ptrdiff_t>(row * kv_dim));
+    }
+  }
+  AttentionSeq seq(bool paged) {
+    const std::size_t kv_dim = static_cast<std::size_t>(shape.num_kv_heads) * shape.head_dim;
+    return {0, num_new, context - num_new,
+            paged ? KVView{pk.data(), pv.data(), kv_dim, table.data(), block_size}
+                  : KVView{k.data(), v.data(), kv_dim, nullptr, 0}};
+  }
+};
+
+/// A version as the tables run it.
+struct Candidate {
+  std::string name;
+  AttentionVersion version;
+  bool paged;
+  AttentionCall call;
+  int pieces = 1;   // v4's split
+  bool single_thread = false;
+};
+
+/// Largest |a - ref| / (atol + rtol·|ref|) scaled back to an absolute error; reports the first mismatches.
+double max_error(const std::vector<float>& a, const std::vector<float>& ref, const std::string& what, bool& ok) {
+  double worst = 0;
+  int shown = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double err = std::abs(static_cast<double>(a[i]) - ref[i]);
+    if (!(err <= kAtol + kRtol * std::abs(ref[i]))) {  // NaN fails too
+      ok = false;
+      if (shown++ < 3) std::cerr << "lab_05: " << what << " mismatch at " << i << ": " << a[i] << " vs v0 " << ref[i] << "\n";
+    }
+    worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+  }
+  return worst;
+}
+
+/// A row of a plot table: the x value, then one number per line.
+std::vector<Cell> as_cells(long long x, const std::vector<double>& ys) {
+  std::vector<Cell> row;
+  row.reserve(ys.size() + 1);
+  row.emplace_back(x);
+  for (double y : ys) row.emplace_back(y);
+  return row;
+}
+
+/// An error in the tables: "0" or one significant digit, e.g. "2e-07".
+std::string sci(double x) {
+  if (x == 0) return "0";
+  std::ostringstream os;
+  os << std::scientific << std::setprecision(0) << x;
+  return os.str();
+}
+
+std::string mib(double bytes) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(bytes < 10 * 1048576.0 ? 2 : 0) << bytes / 1048576.0;
+  return os.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Lab 05: FlashAttention, naive to flash to split-K decode", "lab_05_flash_attention"};
+  LabOptions o;
+  add_common_options(app, o, "qwen2.5-0.5b");
+  std::vector<int> lengths = {256, 512, 1024, 2048, 4096, 8192}, contexts = {1024, 2048, 4096, 8192, 16384, 32768};
+  int shapes_len = 2048, max_v0_len = 2048, num_requests = 16;
+  std::string serving_preset = "small";
+  auto* l_opt = app.add_option("--lengths", lengths, "prefill lengths L of the main table")->capture_default_str();
+  auto* c_opt = app.add_option("--contexts", contexts, "decode contexts")->capture_default_str();
+  auto* s_opt = app.add_option("--shapes-length", shapes_len, "L of the head-shape table")->capture_default_str();
+  app.add_option("--max-v0-length", max_v0_len, "longest L at which v0 (scalar loops) is timed; beyond it v0 checks the last 256 rows only")
+      ->capture_default_str();
+  auto* n_opt = app.add_option("--num-requests", num_requests, "requests of the serving check")->capture_default_str();
+  app.add_option("--serving-preset", serving_preset, "model of the serving check")->capture_default_str();
+
+  return run_lab(app, argc, argv, [&] {
+    if (o.quick) {
+      if (l_opt->count() == 0) lengths = {256, 1024};
+      if (c_opt->count() == 0) contexts = {1024, 4096};
+      if (s_opt->count() == 0) shapes_len = 256;
+      if (n_opt->count() == 0) num_requests = 4;
+      o.repeats = std::min(o.repeats, 1);
+    }
+    for (int L : lengths) check(L >= 1, "--lengths must be >= 1, got ", L);
+    for (int c : contexts) check(c >= 1, "--contexts must be >= 1, got ", c);
+    check(shapes_len >= 1, "--shapes-length must be >= 1, got ", shapes_len);
+    check(num_requests >= 1, "--num-requests must be >= 1, got ", num_requests);
+    check(o.repeats >= 1, "--repeats must be >= 1, got ", o.repeats);
+    check(o.threads >= 0, "--threads must be >= 0 (0 = all cores), got ", o.threads);
+    parse_attention_kind(o.attention, "--attention");  // the serving check runs both kinds; refuse a typo before printing
+    const ModelConfig c = preset(o.preset);
+    const AttentionShape shape{c.num_attention_heads, c.num_key_value_heads, c.head_dim};
+    ThreadPool pool(o.threads), one(1);
+    const KernelContext fast{&pool, false}, alone{&one, false};
+    const double M = cpu_fast_memory_bytes();
+
+    Report report("05_flash_attention", o.out);
+    report.setting("head shape", c.name + ": " + std::to_string(shape.num_heads) + " query heads, " +
+                                     std::to_string(shape.num_kv_heads) + " KV heads of " + std::to_string(shape.head_dim) +
+                                     " (one layer's attention, f32, random inputs in [-1, 1], seed " + std::to_string(o.seed) + ")");
+    const auto machine = Report::machine_metadata();
+    report.setting("device", "cpu, " + machine["cpu"].get<std::string>() + ", " + std::to_string(pool.num_threads()) + " threads");
+    report.setting("fast memory", "M = " + human_bytes(M) + " (L2 per core), the M of the byte counts and the paper's forms");
+    report.setting("tiles", "v2 query block 64; v3 query tile " + std::to_string(kFlashQueryTile) + " × key tile " +
+                                std::to_string(kFlashKeyTile) + "; v5 KV blocks of 16 tokens, shuffled");
+    report.setting("validation", "every version against v0 before timing, |v - v0| <= 1e-4 + 1e-4·|v0|; v0 itself timed up to L = " +
+                                     std::to_string(max_v0_len));
+    report.setting("timing", std::to_string(o.warmup) + " warm-up + " + std::to_string(o.repeats) +
+                                 " timed runs per point (decode: 10× as many), median shown");
+    report.print_settings("Lab 05 — FlashAttention");
+
+    const auto versions = [&](bool decode) {
+      std::vector<Candidate> v;
+      const AttentionShape sh = shape;
+      const auto wrap = [sh](auto fn) {
+        return AttentionCall([sh, fn](const KernelContext& k, float* out, const float* q, const std::vector<AttentionSeq>& s) {
+          fn(k, out, q, s, sh);
+        });
+      };
+      v.push_back({"v0 reference", AttentionVersion::REFERENCE, false, wrap(attention_naive)});
+      if (!decode) {
+        v.push_back({"v1 standard", AttentionVersion::STANDARD, false, wrap(attention_standard)});
+        v.push_back({"v2 blocked", AttentionVersion::BLOCKED, false, wrap(attention_blocked)});
+        v.push_back({"v3 flash", AttentionVersion::FLASH, false, wrap(attention_flash)});
+        v.push_back({"v5 paged flash", AttentionVersion::FLASH, true, wrap(attention_flash)});
+      }
+      return v;
+    };
+
+    // 1. Prefill: causal attention of L new tokens, every version.
+    Table prefill{"prefill", "Causal prefill of L tokens, " + c.name + " heads (one layer)",
+                  {"L", "version", "time [ms]", "GB/s", "GFLOP/s", "bytes [MiB]", "paper form [MiB]", "max err vs v0",
+                   "vs v1"},
+                  {0, 0, 2, 1, 1, 0, 0, 0, 2}, {}, ""};
+    Table prefill_time{"prefill_time", "Prefill time against L", {"L"}, {0}, {}, ""};
+    Table prefill_bytes{"prefill_bytes", "Prefill bytes against L", {"L"}, {0}, {}, ""};
+    std::vector<std::string> failed;
+    double v1_4096 = 0, v2_4096 = 0, v3_4096 = 0, bytes_ratio_4096 = 0;
+    Progress bar("prefill", static_cast<long>(lengths.size()));
+    for (int L : lengths) {
+      Inputs in(shape, L, L, o.seed);
+      // The reference: v0 on every row, or past --max-v0-length on the last 256 rows (the longest ones).
+      const int ref_rows = L <= max_v0_len ? L : std::min(L, 256);
+      std::vector<float> ref(static_cast<std::size_t>(ref_rows) * shape.num_heads * shape.head_dim);
+      {
+        AttentionSeq tail = in.seq(false);
+        tail.num_new_tokens = ref_rows;
+        tail.num_computed_tokens = L - ref_rows;
+        attention_naive(fast, ref.data(), in.q.data() + (in.q.size() - ref.size()), {tail}, shape);
+      }
+      std::vector<double> time_row, bytes_row;  // per version, in the order of versions(); v0's time only up to --max-v0-length
+      double v1_ms = 0;
+      for (const Candidate& cand : versions(false)) {
+        const bool v0 = cand.version == AttentionVersion::REFERENCE;
+        const std::vector<AttentionSeq> seqs = {in.seq(cand.paged)};
+        std::vector<float> out(in.q.size(), NAN);
+        if (!(v0 && L > max_v0_len)) cand.call(fast, out.data(), in.q.data(), seqs);
+        const std::vector<float> tail(out.end() - static_cast<std::ptrdiff_t>(ref.size()), out.end());
+        bool ok = true;
+        const double err = v0 && L > max_v0_len ? 0.0 : max_error(tail, ref, cand.name + " at L " + std::to_string(L), ok);
+        if (!ok) {
+          failed.push_back(cand.name + " at L " + std::to_string(L));
+          continue;  // left out of the timing table
+        }
+        AttentionProblem problem{shape, L, 0, cand.paged ? in.block_size : 0, 1};
+        const AttentionTraffic tr = attention_traffic(cand.version, problem, M);
+        const double paper = cand.version == AttentionVersion::FLASH ? paper_flash_bytes(problem, M)
+                             : cand.version == AttentionVersion::STANDARD ? paper_standard_bytes(problem) : 0.0;
+        bytes_row.push_back(tr.bytes / 1048576.0);
+        if (v0 && L > max_v0_len) continue;
+        const double s = summarize(time_runs(o.warmup, o.repeats,
+                                             [&] { cand.call(fast, out.data(), in.q.data(), seqs); })).median;
+        if (cand.version == AttentionVersion::STANDARD) v1_ms = 1e3 * s;
+        prefill.add_row({static_cast<long long>(L), cand.name, 1e3 * s, tr.bytes / s / 1e9, tr.flops / s / 1e9,
+                         mib(tr.bytes), paper > 0 ? mib(paper) : std::string("-"), sci(err),
+                         v1_ms > 0 ? v1_ms / (1e3 * s) : 0.0});
+        if (!v0) time_row.push_back(1e3 * s);
+        if (L == 4096 && cand.version == AttentionVersion::STANDARD) v1_4096 = 1e3 * s;
+        if (L == 4096 && cand.version == AttentionVersion::BLOCKED) v2_4096 = 1e3 * s;
+        if (L == 4096 && cand.name == "v3 flash") {
+          v3_4096 = 1e3 * s;
+          bytes_ratio_4096 = attention_traffic(AttentionVersion::STANDARD, problem, M).bytes / tr.bytes;
+        }
+      }
+      if (prefill_time.columns.size() == 1)
+        for (const Candidate& cand : versions(false)) {
+          if (cand.version != AttentionVersion::REFERENCE) {  // v0 is not timed at every L
+            prefill_time.columns.push_back(cand.name + " [ms]");
+            prefill_time.precision.push_back(2);
+          }
+          prefill_bytes.columns.push_back(cand.name + " [MiB]");
+          prefill_bytes.precision.push_back(1);
+        }
+      // A version that failed validation leaves its row short: the plot tables keep full rows only.
+      if (time_row.size() + 1 == prefill_time.columns.size()) prefill_time.add_row(as_cells(L, time_row));
+      if (bytes_row.size() + 1 == prefill_bytes.columns.size()) prefill_bytes.add_row(as_cells(L, bytes_row));
+      bar.advance();
+    }
+    prefill.note = "GB/s and GFLOP/s are the counted bytes and the useful FLOPs (4·d per visible query-key pair and "
+                   "head) over the time. 'vs v1' is v1's time over this version's. The paper's forms are orders, "
+                   "evaluated with constant 1 (standard: (N·d + N²)·heads floats; flash: N²d²/M·heads).";
+    report.add_table(prefill);
+    report.add_table(prefill_time, false);
+    report.add_table(prefill_bytes, false);
+    report.add_plot({"prefill_time", "prefill_time", "L", std::vector<std::string>(prefill_time.columns.begin() + 1, prefill_time.columns.end()),
+                     "Lab 05: causal prefill time against L", "L [tokens]", "time [ms]", true, "line", ""});
+    report.add_plot({"prefill_bytes", "prefill_bytes", "L", std::vector<std::string>(prefill_bytes.columns.begin() + 1, prefill_bytes.columns.end()),
+                     "Lab 05: bytes through main memory against L (counted)", "L [tokens]", "bytes [MiB]", true, "line", ""});
+
+    // 2. Head shapes of the presets at one L: blocked against flash.
+    Table shapes{"head_shapes", "Blocked (v2) against flash (v3) on each preset's heads, L = " + std::to_string(shapes_len),
+                 {"preset", "heads", "v2 [ms]", "v3 [ms]", "v3 speedup", "v2 bytes [MiB]", "v3 bytes [MiB]", "max err v3 vs v2"},
+                 {0, 0, 2, 2, 2, 0, 0, 0}, {}, ""};
+    for (const char* name : {"tiny", "small", "qwen2.5-0.5b", "qwen2.5-1.5b", "llama-3-8b"}) {
+      const ModelConfig pc = preset(name);
+      const AttentionShape sh{pc.num_attention_heads, pc.num_key_value_heads, pc.head_dim};
+      Inputs in(sh, shapes_len, shapes_len, o.seed);
+      std::vector<float> a(in.q.size()), b(in.q.size());
+      const std::vector<AttentionSeq> seqs = {in.seq(false)};
+      const auto t2 = summarize(time_runs(o.warmup, o.repeats, [&] { attention_blocked(fast, a.data(), in.q.data(), seqs, sh); })).median;
+      const auto t3 = summarize(time_runs(o.warmup, o.repeats, [&] { attention_flash(fast, b.data(), in.q.data(), seqs, sh); })).median;
+      double err = 0;
+      for (std::size_t i = 0; i < a.size(); ++i) err = std::max(err, static_cast<double>(std::abs(a[i] - b[i])));
+      const AttentionProblem p{sh, shapes_len, 0, 0, 1};
+      shapes.add_row({std::string(name), std::to_string(sh.num_heads) + "/" + std::to_string(sh.num_kv_heads) + " x " + std::to_string(sh.head_dim),
+                      1e3 * t2, 1e3 * t3, t2 / t3, mib(attention_traffic(AttentionVersion::BLOCKED, p, M).bytes),
+                      mib(attention_traffic(AttentionVersion::FLASH, p, M).bytes), sci(err)});
+    }
+    report.add_table(shapes);
+
+    // 3. Decode: one query token against a long cache, with and without split-K.
+    Table decode{"decode", "Decode attention, one token against the cache, " + c.name + " heads",
+                 {"context", "version", "threads", "pieces", "time [us]", "GB/s", "bytes [MiB]", "max err vs v0", "vs one pass, 1 thread"},
+                 {0, 0, 0, 0, 1, 1, 2, 0, 2}, {}, ""};
+    Table decode_time{"decode_time", "Decode time against the context", {"context", "one pass, 1 thread [us]", "one pass [us]", "split-K [us]"},
+                      {0, 1, 1, 1}, {}, ""};
+    double split_gain_longest = 0;
+    for (int ctx_len : contexts) {
+      Inputs in(shape, ctx_len, 1, o.seed + 1);
+      std::vector<float> ref(in.q.size());
+      attention_naive(fast, ref.data(), in.q.data(), {in.seq(false)}, shape);
+      const int auto_pieces = split_k_pieces(ctx_len, shape.num_kv_heads, pool.num_threads());
+      struct Row { std::string name; AttentionVersion version; bool paged; int pieces; bool single; };
+      const Row rows[] = {{"v0 reference", AttentionVersion::REFERENCE, false, 1, false},
+                          {"v4 one pass", AttentionVersion::SPLIT_K, false, 1, true},
+                          {"v4 one pass", AttentionVersion::SPLIT_K, false, 1, false},
+                          {"v4 split-K", AttentionVersion::SPLIT_K, false, auto_pieces, false},
+                          {"v5 paged split-K", AttentionVersion::SPLIT_K, true, auto_pieces, false}};
+      double base = 0;
+      std::vector<double> trow;
+      for (const Row& r : rows) {
+        const KernelContext& k = r.single ? alone : fast;
+        const std::vector<AttentionSeq> seqs = {in.seq(r.paged)};
+        std::vector<float> out(in.q.size(), NAN);
+        const auto run = [&] {
+          if (r.version == AttentionVersion::REFERENCE) attention_naive(k, out.data(), in.q.data(), seqs, shape);
+          else attention_split_k(k, out.data(), in.q.data(), seqs, shape, r.pieces);
+        };
+        run();
+        bool ok = true;
+        const double err = max_error(out, ref, r.name + " at context " + std::to_string(ctx_len), ok);
+        if (!ok) {
+          failed.push_back(r.name + " at context " + std::to_string(ctx_len));
+          continue;
+        }
+        const double s = summarize(time_runs(o.warmup, 10 * o.repeats, run)).median;
+        const AttentionTraffic tr = attention_traffic(r.version, {shape, 1, ctx_len - 1, r.paged ? in.block_size : 0, r.pieces}, M);
+        if (r.single) base = s;
+        const int threads = r.single ? 1 : pool.num_threads();
+        decode.add_row({static_cast<long long>(ctx_len), r.name, static_cast<long long>(threads), static_cast<long long>(r.pieces),
+                        1e6 * s, tr.bytes / s / 1e9, mib(tr.bytes), sci(err), base > 0 ? base / s : 0.0});
+        if (r.version == AttentionVersion::SPLIT_K && !r.paged) trow.push_back(1e6 * s);
+        if (r.name == "v4 split-K" && ctx_len == contexts.back()) split_gain_longest = base / s;
+      }
+      if (trow.size() == 3) decode_time.add_row(as_cells(ctx_len, trow));
+    }
+    decode.note = "v4 one pass has one work item per KV head (all the group's query heads share its K/V reads); "
+                  "split-K cuts the keys into pieces of whole 64-key tiles and merges them by the log-sum-exp rule. "
+                  "Deterministic mode always takes one piece.";
+    report.add_table(decode);
+    report.add_table(decode_time, false);
+    report.add_plot({"decode_time", "decode_time", "context", {"one pass, 1 thread [us]", "one pass [us]", "split-K [us]"},
+                     "Lab 05: decode attention time against the context", "context [tokens]", "time [us]", true, "line", ""});
+
+    // 4. Lab 04's serving run with flash on: the same greedy tokens in deterministic mode.
+    LabOptions so = o;
+    so.preset = serving_preset;
+    auto model = load_model(so, /*deterministic=*/true);
+    const ModelConfig& mc = model->config();
+    WorkloadSpec spec;
+    spec.num_requests = num_requests;
+    spec.prompt_len = parse_length_dist(o.quick ? "uniform:8:32" : "uniform:64:512", LengthRole::prompt, "prompt");
+    spec.output_len = parse_length_dist(o.quick ? "uniform:8:16" : "uniform:16:64", LengthRole::output, "output");
+    spec.seed = o.seed;
+    const auto workload = make_workload(spec, mc.vocab_size);
+    Table serving{"serving", "Lab 04's serving run (continuous batching, paged KV, deterministic) with each attention, " +
+                                 std::to_string(workload.size()) + " requests on " + mc.name,
+                  {"attention", "output tok/s", "TTFT p50 [ms]", "TPOT p50 [ms]", "tokens hash"}, {0, 1, 1, 2, 0}, {}, ""};
+    std::vector<std::string> hashes;
+    for (AttentionKind kind : {AttentionKind::BLOCKED, AttentionKind::FLASH}) {
+      model->set_attention(kind);
+      EngineConfig ec;
+      ec.scheduler = {SchedulingPolicy::CONTINUOUS, 16, 4096};
+      ec.kv_cache_memory = static_cast<std::size_t>(16) * 600 * kv_cache_bytes_for(mc, 1, 1);
+      Engine engine(*model, ec);
+      for (const auto& r : workload) engine.add_request(r.prompt_ids, SamplingParams{}, r.max_tokens);
+      while (engine.has_unfinished_requests()) engine.step();
+      std::vector<std::int32_t> all;
+      for (const Request* r : engine.requests()) all.insert(all.end(), r->output_token_ids().begin(), r->output_token_ids().end());
+      const ServingMetrics m = summarize_requests(engine.requests());
+      hashes.push_back(token_hash(all));
+      serving.add_row({std::string(kind == AttentionKind::FLASH ? "flash (lab 05)" : "blocked (lab 04; naive in deterministic mode)"),
+                       m.output_tokens_per_second, 1e3 * m.ttft.median, 1e3 * m.tpot.median, hashes.back()});
+    }
+    check(hashes[0] == hashes[1], "lab 05: flash attention changed the greedy tokens of lab 04's serving run (",
+          hashes[0], " vs ", hashes[1], ")");
+    serving.note = "Same tokens hash: flash attention changed no greedy token.";
+    report.add_table(serving);
+
+    if (!failed.empty()) std::cerr << "lab_05: " << failed.size() << " versions failed validation and were left out, first: " << failed.front() << "\n";
+    std::ostringstream v;
+    v << std::fixed << std::setprecision(2);
+    if (v3_4096 > 0 && v1_4096 > 0)
+      v << "at L = 4,096 flash (v3) takes " << v3_4096 / v1_4096 << "x the time of standard attention (v1) and "
+        << v3_4096 / v2_4096 << "x blocked (v2), moving " << std::setprecision(1) << bytes_ratio_4096
+        << "x fewer counted bytes than v1; ";
+    v << std::setprecision(2) << "split-K decode at " << contexts.back() << " tokens runs " << split_gain_longest
+      << "x one pass on one thread; " << (failed.empty() ? "every version matched v0" : std::to_string(failed.size()) + " versions failed validation")
+      << " and lab 04's tokens are unchanged with flash on.";
+    report.verdict(v.str());
+    report.save();
+  });
+}
