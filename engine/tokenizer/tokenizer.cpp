@@ -1,8 +1,6 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
