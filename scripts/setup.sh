@@ -8,6 +8,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Debian packages the build needs (README, "Dependencies", says why each is there).
 packages=(build-essential cmake libopenblas-dev nlohmann-json3-dev libcli11-dev catch2 libbenchmark-dev python3-matplotlib
           pkg-config libpcre2-dev libutf8proc-dev)
+# The sanitizer build and the fuzzers (CMake preset asan, scripts/fuzz.sh): clang,
+# and compiler-rt for ASan/UBSan/libFuzzer (only recommended by clang-14, so named).
+# CI installs them; elsewhere SERVELAB_ASAN=1 asks for them.
+if [ "${CI:-}" = "true" ] || [ "${SERVELAB_ASAN:-}" = "1" ]; then
+  packages+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -19,14 +19,17 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <limits>
 #include <optional>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/thread_pool.h"
 #include "serve/workload.h"
 #include "core/timer.h"
 #include "model/model.h"
@@ -48,6 +51,9 @@ struct GenerateArgs {
   std::string text_flag;  // "--prompt" or "--chat" when one was given (even as an empty string), else ""
   std::string system;
   std::string prompt_ids;
+  bool given_model = false;       // --model was on the command line (an empty value is then an error)
+  bool given_prompt_ids = false;  // --prompt-ids was on the command line
+  bool given_tokenizer = false;   // --tokenizer was on the command line
   int prompt_len = 32;
   int max_new_tokens = 32;
   float temperature = 0.0f;
@@ -72,22 +78,16 @@ struct TokenizeArgs {
 };
 
 std::vector<std::int32_t> parse_ids(const std::string& text) {
+  check(!text.empty(), "--prompt-ids is empty (expected comma-separated token ids, e.g. 1,2,3)");
   std::vector<std::int32_t> ids;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    std::size_t used = 0;
-    long value = 0;
-    try {
-      value = std::stol(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    check(used == item.size() && !item.empty(), "--prompt-ids: '", item,
-          "' is not an integer (expected comma-separated token ids, e.g. 1,2,3)");
-    ids.push_back(static_cast<std::int32_t>(value));
+    // Checked: 4294967297 must be an error, not id 1. The vocabulary bound is checked by generate().
+    check(!item.empty(), "--prompt-ids: empty entry in '", text, "' (expected comma-separated token ids, e.g. 1,2,3)");
+    ids.push_back(parse_int<std::int32_t>(item, 0, std::numeric_limits<std::int32_t>::max(), "--prompt-ids"));
   }
-  check(!ids.empty(), "--prompt-ids is empty (expected comma-separated token ids)");
+  check(!text.ends_with(','), "--prompt-ids: trailing comma in '", text, "'");
   return ids;
 }
 
@@ -109,10 +109,13 @@ TextSide load_text_side(const std::string& tokenizer_file, const std::string& mo
 }
 
 std::string read_text_file(const std::string& path) {
+  // A folder opens as a stream on Linux and reads as nothing: refuse it by name.
+  check(!std::filesystem::is_directory(path), path, ": is a directory (expected a UTF-8 text file)");
   std::ifstream in(path, std::ios::binary);
   check(in.good(), path, ": cannot open (expected a UTF-8 text file)");
   std::ostringstream text;
   text << in.rdbuf();
+  check(!in.bad(), path, ": cannot read");
   return text.str();
 }
 
@@ -127,8 +130,12 @@ struct Prompt {
 Prompt make_prompt(const GenerateArgs& a, const ModelConfig& c) {
   Prompt p;
   if (a.text_flag.empty()) {
-    p.ids = a.prompt_ids.empty() ? synthetic_prompt(a.prompt_len, c.vocab_size, a.seed) : parse_ids(a.prompt_ids);
-    p.description = a.prompt_ids.empty() ? "seeded stand-in (--prompt-len)" : "--prompt-ids";
+    // Checked before the ids are allocated: 2^31 - 1 would ask for 8 GB first.
+    if (!a.given_prompt_ids)
+      check(a.prompt_len >= 1 && a.prompt_len <= c.max_position_embeddings, "--prompt-len must be in [1, ",
+            c.max_position_embeddings, "] (max_position_embeddings of ", c.name, "), got ", a.prompt_len);
+    p.ids = a.given_prompt_ids ? parse_ids(a.prompt_ids) : synthetic_prompt(a.prompt_len, c.vocab_size, a.seed);
+    p.description = a.given_prompt_ids ? "--prompt-ids" : "seeded stand-in (--prompt-len)";
     return p;
   }
   const bool chat_mode = a.text_flag == "--chat";
@@ -161,7 +168,11 @@ int run_generate(const GenerateArgs& a) {
   options.deterministic = a.deterministic;
   options.attention = parse_attention_kind(a.attention, "--attention");
   options.weight_dtype = parse_weight_dtype(a.dtype, "--dtype");
-  check(a.threads >= 0, "--threads must be >= 0 (0 = all cores), got ", a.threads);
+  check(a.threads >= 0 && a.threads <= kMaxThreads, "--threads must be in [0, ", kMaxThreads,
+        "] (0 = all cores), got ", a.threads);
+  // An empty value is a mistake (an unset shell variable), not a request for the default.
+  check(!a.given_model || !a.model_dir.empty(), "--model is empty (expected a Hugging Face model folder)");
+  check(!a.given_tokenizer || !a.tokenizer_file.empty(), "--tokenizer is empty (expected a tokenizer.json file)");
   check(a.system.empty() || !a.chat.empty(), "--system needs --chat (it is the system message of the conversation)");
   check(a.tokenizer_file.empty() || !a.text_flag.empty(),
         "--tokenizer needs --prompt or --chat (a prompt given as ids is not tokenized)");
@@ -288,7 +299,7 @@ std::string show_bytes(std::string_view bytes) {
 
 int run_tokenize(const TokenizeArgs& a) {
   check(!a.model_dir.empty() || !a.tokenizer_file.empty(), "tokenize needs --model DIR or --tokenizer FILE");
-  check(!a.text.empty() || !a.file.empty(), "tokenize needs --text TEXT or --file F");
+  check(!a.text.empty() || !a.file.empty(), "tokenize needs --text TEXT or --file F (with something in it)");
   const std::string text = a.file.empty() ? a.text : read_text_file(a.file);
   check_utf8(text, a.file.empty() ? "--text" : a.file);
   const TextSide side = load_text_side(a.tokenizer_file, a.model_dir, "tokenize");
@@ -377,6 +388,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     g.text_flag = text_opt->count() > 0 ? "--prompt" : chat_opt->count() > 0 ? "--chat" : "";
+    g.given_model = gen->get_option("--model")->count() > 0;
+    g.given_prompt_ids = ids_opt->count() > 0;
+    g.given_tokenizer = gen->get_option("--tokenizer")->count() > 0;
   } catch (const CLI::ParseError& e) {
     // --help exits 0; every flag error exits 1, like every other bad input.
     return app.exit(e) == 0 ? 0 : 1;
@@ -391,6 +405,10 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::bad_alloc&) {
     std::cerr << "servelab: error: out of memory (try a smaller --preset or --prompt-len)\n";
+    return 1;
+  } catch (const std::exception& e) {
+    // Anything else (a system error from the OS, a library's exception) still ends as one line and exit 1.
+    std::cerr << "servelab: error: " << e.what() << "\n";
     return 1;
   }
   return 0;

@@ -1,12 +1,14 @@
 #include "config/model_config.h"
 
-#include <fstream>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json.h"
 
 namespace servelab {
 
@@ -44,6 +46,17 @@ void ModelConfig::validate(const std::string& source) const {
   check(num_attention_heads % num_key_value_heads == 0, source, ": num_attention_heads (", num_attention_heads,
         ") must be a multiple of num_key_value_heads (", num_key_value_heads, ")");
   check(head_dim % 2 == 0, source, ": head_dim must be even for RoPE, got ", head_dim);
+  // Products of fields must fit too: q_dim() is an int, and tensor sizes and
+  // the parameter count are int64 (long double cannot overflow here).
+  const std::int64_t heads_width = std::int64_t{num_attention_heads} * head_dim;  // both < 2^31: no overflow
+  check(heads_width <= std::numeric_limits<int>::max(), source, ": num_attention_heads * head_dim = ", heads_width,
+        " is too large (expected at most ", std::numeric_limits<int>::max(), ")");
+  const long double h = hidden_size, q = static_cast<long double>(heads_width), kv = static_cast<long double>(num_key_value_heads) * head_dim;
+  const long double params = num_hidden_layers * (2 * h * q + 2 * h * kv + 3 * h * intermediate_size + 2 * h + q + 2 * kv) +
+                             2.0L * vocab_size * h + h;
+  check(params < 0x1p50L, source, ": the shape asks for ", params,
+        " parameters, more than any machine holds (hidden_size, intermediate_size, vocab_size or the layer count is "
+        "wrong)");
   check(rope_theta > 0, source, ": rope_theta must be positive, got ", rope_theta);
   check(rms_norm_eps > 0, source, ": rms_norm_eps must be positive, got ", rms_norm_eps);
   check(rope_scaling.rope_type == "default" || rope_scaling.rope_type == "llama3", source,
@@ -64,13 +77,15 @@ T field(const nlohmann::json& j, const char* key, const std::string& source) {
   check(j.contains(key) && !j.at(key).is_null(), source, ": missing required field '", key, "'");
   const auto& v = j.at(key);
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    check(v.is_number_integer(), source, ": field '", key, "' must be an integer, got ", v.dump());
+    // Checked: hidden_size 2^32 + 64 must be an error, not 64.
+    return json_int<T>(v, std::numeric_limits<T>::min(), std::numeric_limits<T>::max(),
+                       source + ": field '" + key + "'");
   } else if constexpr (std::is_floating_point_v<T>) {
-    check(v.is_number(), source, ": field '", key, "' must be a number, got ", v.dump());
+    check(v.is_number(), source, ": field '", key, "' must be a number, got ", json_brief(v));
   } else if constexpr (std::is_same_v<T, bool>) {
-    check(v.is_boolean(), source, ": field '", key, "' must be true or false, got ", v.dump());
+    check(v.is_boolean(), source, ": field '", key, "' must be true or false, got ", json_brief(v));
   } else {
-    check(v.is_string(), source, ": field '", key, "' must be a string, got ", v.dump());
+    check(v.is_string(), source, ": field '", key, "' must be a string, got ", json_brief(v));
   }
   return v.get<T>();
 }
@@ -120,6 +135,22 @@ void parse_rope(const nlohmann::json& j, ModelConfig& c, const std::string& sour
       field<std::int64_t>(*scaling, "original_max_position_embeddings", where);
 }
 
+// Fields that change what the model computes in ways the engine does not
+// implement: refused by name, since running anyway gives tokens that differ
+// from transformers' without a word.
+void check_supported_features(const nlohmann::json& j, const std::string& source) {
+  const std::string act = field_or<std::string>(j, "hidden_act", "silu", source);
+  check(act == "silu", source, ": hidden_act '", act, "' is not supported (servelab's MLP computes SwiGLU with silu)");
+  check(!field_or<bool>(j, "mlp_bias", false, source), source,
+        ": mlp_bias is true (biases on gate/up/down_proj), which servelab does not compute (expected false)");
+  check(!field_or<bool>(j, "use_sliding_window", false, source), source,
+        ": use_sliding_window is true, but servelab computes full attention over the whole context (expected false)");
+  if (j.contains("layer_types") && j["layer_types"].is_array())
+    for (const auto& type : j["layer_types"])
+      check(type == "full_attention", source, ": layer_types holds ", json_brief(type),
+            "; servelab computes full attention only (expected every entry \"full_attention\")");
+}
+
 }  // namespace
 
 ModelConfig parse_config(const nlohmann::json& j, const std::string& source) {
@@ -140,8 +171,13 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& source) {
   parse_rope(j, c, source);
   c.rms_norm_eps = field_or<double>(j, "rms_norm_eps", 1e-6, source);
   c.tie_word_embeddings = field_or<bool>(j, "tie_word_embeddings", false, source);
-  // Qwen2 always has q/k/v biases; Llama has them only when attention_bias says so.
-  c.attention_bias = c.arch == Arch::Qwen2 || field_or<bool>(j, "attention_bias", false, source);
+  // Qwen2 always has q/k/v biases (and no o_proj bias); Llama's attention_bias
+  // would add biases to q/k/v *and* o_proj, which the engine does not compute.
+  c.attention_bias = c.arch == Arch::Qwen2;
+  check(c.arch == Arch::Qwen2 || !field_or<bool>(j, "attention_bias", false, source), source,
+        ": attention_bias is true, which gives LlamaForCausalLM biases on q/k/v and o_proj; servelab does not compute "
+        "them (expected false)");
+  check_supported_features(j, source);
   std::string dtype = field_or<std::string>(j, "torch_dtype", "", source);
   if (dtype.empty()) dtype = field_or<std::string>(j, "dtype", "float32", source);
   c.torch_dtype = parse_dtype(dtype, source + " field torch_dtype");
@@ -150,16 +186,7 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& source) {
 }
 
 ModelConfig load_config(const std::filesystem::path& config_json) {
-  const std::string source = config_json.string();
-  std::ifstream in(config_json);
-  check(in.good(), source, ": cannot open model config (expected a Hugging Face config.json)");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail(source, ": not valid JSON (", e.what(), ")");
-  }
-  return parse_config(j, source);
+  return parse_config(read_json_file(config_json, "a Hugging Face config.json"), config_json.string());
 }
 
 namespace {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <system_error>
+
+#include "core/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -37,17 +40,30 @@ std::pair<std::size_t, std::size_t> chunk(std::size_t n, int parts, int index) {
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
-  if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 0; i < num_threads - 1; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
+  check(num_threads >= 0 && num_threads <= kMaxThreads, "--threads must be in [0, ", kMaxThreads,
+        "] (0 = all cores), got ", num_threads);
+  if (num_threads == 0) num_threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
+  try {
+    for (int i = 0; i < num_threads - 1; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
+  } catch (const std::system_error& e) {
+    // The workers already started must be joined, or their destructors call std::terminate.
+    const auto started = workers_.size();
+    stop_workers();
+    fail("cannot start ", num_threads, " threads (the system stopped at ", started + 1, ": ", e.what(),
+         "); use a smaller --threads");
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() noexcept {
   {
     std::lock_guard lock(mutex_);
     stop_ = true;
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
+  workers_.clear();
 }
 
 void ThreadPool::run_chunk(int index) noexcept {

@@ -27,12 +27,17 @@
 
 namespace servelab {
 
+/// Most threads a pool may start: far more than any CPU the engine runs on
+/// has, far fewer than the thousands at which starting them fails.
+inline constexpr int kMaxThreads = 1024;
+
 /// Fixed-size pool running one data-parallel loop at a time.
 class ThreadPool {
  public:
   /**
    * @brief Starts `num_threads - 1` workers (the caller is the last one).
-   * @param num_threads total threads, >= 1; 0 means std::thread::hardware_concurrency().
+   * @param num_threads total threads, in [1, kMaxThreads]; 0 means std::thread::hardware_concurrency().
+   * @throws Error when @p num_threads is out of range or the system cannot start that many threads.
    */
   explicit ThreadPool(int num_threads = 0);
   ~ThreadPool();
@@ -58,6 +63,7 @@ class ThreadPool {
   void worker_loop(int index);
   void run_chunk(int index) noexcept;
 
+  void stop_workers() noexcept;  // wakes every worker, tells it to exit, and joins it
   std::vector<std::thread> workers_;
   const std::function<void(std::size_t, std::size_t)>* job_ = nullptr;  // published by generation_
   std::size_t job_n_ = 0;

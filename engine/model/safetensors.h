@@ -18,8 +18,11 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/tensor.h"
 
@@ -34,6 +37,27 @@ struct TensorEntry {
   std::size_t nbytes = 0;            ///< byte length
   std::string file;                  ///< file it lives in, for error messages
 };
+
+/**
+ * @brief Parses and validates a whole safetensors file held in memory (the
+ *        mapping, or a fuzzer's bytes).
+ *
+ * Every number is checked before it is used: shape entries and their product
+ * (no overflow), data_offsets inside the data section and spanning exactly
+ * the shape's bytes, and no two tensors sharing bytes.
+ * @param file names the file in errors.
+ * @return the entries by name, pointing into [@p bytes, @p bytes + @p size).
+ * @throws Error naming the file (and tensor) on any violation.
+ */
+std::map<std::string, TensorEntry> parse_safetensors(const std::byte* bytes, std::size_t size, const std::string& file);
+
+/**
+ * @brief The shard file names of a parsed model.safetensors.index.json, each once, in order of first use.
+ * @param source names the index file in errors.
+ * @throws Error when weight_map is missing or names a path that is not a plain
+ *         file name in the model folder ("../x", "/etc/passwd", "sub/x").
+ */
+std::vector<std::string> parse_safetensors_index(const nlohmann::json& index, const std::string& source);
 
 /// A memory-mapped safetensors file with its parsed, validated header.
 class SafetensorsFile {
@@ -78,9 +102,13 @@ class Checkpoint {
    * into a new buffer: f16/bf16 -> f32 exactly, f32/f16 -> bf16 rounded to
    * nearest even.
    * @throws Error naming the tensor, its file and the expected shape when it
-   *         is missing or its shape differs.
+   *         is missing or its shape differs, or naming the tensor when it
+   *         holds a NaN or an Inf.
    */
   Tensor load(const std::string& name, const std::vector<std::int64_t>& expected, DType as = DType::F32) const;
+
+  /// Names of the tensors no load() has asked for yet, sorted.
+  std::vector<std::string> unused() const;
 
   /// Number of files opened (1 for a single-file checkpoint).
   std::size_t num_files() const { return files_.size(); }
@@ -90,6 +118,7 @@ class Checkpoint {
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorEntry*> index_;
   std::map<std::string, const SafetensorsFile*> owner_;
+  mutable std::set<std::string> used_;  // names load() has returned, for unused()
 };
 
 }  // namespace servelab

@@ -41,11 +41,14 @@ std::int32_t Sampler::sample(std::span<const float> logits) {
   } else {
     std::sort(ids.begin(), ids.end(), higher);
   }
-  // Softmax over the survivors at this temperature.
+  // Softmax over the survivors at this temperature, as exp((l_i - l_max) / T):
+  // subtracting before dividing keeps a tiny T finite. (l / T - l_max / T
+  // is inf - inf = NaN when T = 1e-38, and NaN made the least likely token
+  // win.) With T that small every other token's term underflows to 0: greedy.
   std::vector<double> probs(keep);
-  const double top = logits[ids[0]] / params_.temperature;
+  const double top = logits[ids[0]], temperature = params_.temperature;
   double sum = 0.0;
-  for (std::size_t i = 0; i < keep; ++i) sum += probs[i] = std::exp(logits[ids[i]] / params_.temperature - top);
+  for (std::size_t i = 0; i < keep; ++i) sum += probs[i] = std::exp((logits[ids[i]] - top) / temperature);
   for (auto& p : probs) p /= sum;
   // Nucleus: the shortest prefix whose mass reaches top_p (always at least one token).
   if (params_.top_p < 1.0f) {

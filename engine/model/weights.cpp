@@ -76,6 +76,26 @@ Tensor to_bf16(const Tensor& t, ThreadPool& pool) {
   return out;
 }
 
+// A tensor the engine does not read usually means config.json describes a
+// different computation (an o_proj or MLP bias, an extra norm) than the one
+// the engine runs; dropping it silently gives tokens that differ from
+// transformers'. Two kinds are safe to leave, as transformers does: a tied
+// model's copy of the LM head, and old checkpoints' cached RoPE inv_freq.
+void check_all_used(const Checkpoint& ckpt, const ModelConfig& c, const std::filesystem::path& dir) {
+  std::vector<std::string> unused;
+  for (const std::string& name : ckpt.unused()) {
+    if (c.tie_word_embeddings && name == "lm_head.weight") continue;
+    if (name.ends_with(".rotary_emb.inv_freq")) continue;
+    unused.push_back(name);
+  }
+  if (unused.empty()) return;
+  std::string list;
+  for (std::size_t i = 0; i < unused.size() && i < 5; ++i) list += (i ? ", '" : "'") + unused[i] + "'";
+  if (unused.size() > 5) list += " and " + std::to_string(unused.size() - 5) + " more";
+  fail(dir.string(), ": the checkpoint has ", unused.size(), " tensor", unused.size() == 1 ? "" : "s",
+       " that servelab does not use (", list, "); config.json may ask for something the engine does not compute");
+}
+
 }  // namespace
 
 ModelWeights load_weights(const ModelConfig& c, const std::filesystem::path& dir, DType weight_dtype) {
@@ -93,6 +113,7 @@ ModelWeights load_weights(const ModelConfig& c, const std::filesystem::path& dir
   }
   w.norm = ckpt.load("model.norm.weight", {h});
   w.lm_head = c.tie_word_embeddings ? w.embed_tokens : ckpt.load("lm_head.weight", {v, h}, weight_dtype);
+  check_all_used(ckpt, c, dir);
   return w;
 }
 

@@ -50,7 +50,10 @@ struct ModelWeights {
  * the others are converted once. A tied model's LM head is the embedding (an
  * `lm_head.weight` in the file, if any, is ignored as transformers does).
  * @param weight_dtype f32 or bf16, for the matrices and the embedding.
- * @throws Error naming the tensor and file when one is missing or has the wrong shape.
+ * @throws Error naming the tensor and file when one is missing, has the wrong
+ *         shape or holds NaN/Inf, and naming the tensors the checkpoint has
+ *         but the engine would not use (an `lm_head.weight` of a tied model
+ *         and `rotary_emb.inv_freq` buffers excepted).
  */
 ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path& dir, DType weight_dtype = DType::F32);
 

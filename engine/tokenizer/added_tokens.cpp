@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json.h"
+#include "tokenizer/bpe.h"
 
 namespace servelab {
 
@@ -15,11 +17,12 @@ AddedTokens AddedTokens::from_json(const nlohmann::json& added_tokens, const std
   for (std::size_t i = 0; i < added_tokens.size(); ++i) {
     const auto& t = added_tokens[i];
     const std::string where = source + ": added_tokens[" + std::to_string(i) + "]";
-    check(t.contains("id") && t["id"].is_number_integer() && t["id"].get<std::int64_t>() >= 0, where,
-          " has no valid \"id\"");
+    check(t.is_object() && t.contains("id"), where, " has no \"id\"");
+    // Checked: an id of 2^31 or more would be narrowed and index out of bounds.
+    const auto id = json_int<std::int32_t>(t["id"], 0, kMaxTokenIds - 1, where + ".id");
     check(t.contains("content") && t["content"].is_string() && !t["content"].get<std::string>().empty(), where,
           " has no \"content\"");
-    AddedToken token{t["id"].get<std::int32_t>(), t["content"].get<std::string>(), t.value("special", false)};
+    AddedToken token{id, t["content"].get<std::string>(), t.value("special", false)};
     // These change which text a token swallows; no byte-level model servelab targets sets them.
     for (const char* flag : {"lstrip", "rstrip", "single_word"})
       check(!t.value(flag, false), where, " ('", token.content, "') sets ", flag, ", which servelab does not implement");

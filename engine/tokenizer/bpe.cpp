@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "tokenizer/byte_level.h"
 
 namespace servelab {
@@ -54,7 +55,9 @@ BpeModel::BpeModel(TokenMap vocab, const std::vector<std::pair<std::string, std:
   }
   merges_.reserve(merges.size());
   for (std::size_t rank = 0; rank < merges.size(); ++rank) {
-    const auto& [left, right] = merges[rank];
+    // Plain references, not a structured binding: C++20 lambdas cannot capture those (clang refuses).
+    const std::string& left = merges[rank].first;
+    const std::string& right = merges[rank].second;
     const auto id_of = [&](const std::string& token) {
       const auto it = vocab_.find(token);
       check(it != vocab_.end(), source, ": model.merges[", rank, "] ('", left, " ", right, "'): '", token,
@@ -85,20 +88,22 @@ BpeModel BpeModel::from_json(const nlohmann::json& model, const std::string& sou
            model[field] == 0.0;
   };
   for (const char* field : {"dropout", "continuing_subword_prefix", "end_of_word_suffix", "byte_fallback"})
-    if (!unset(field)) fail(source, ": model.", field, " = ", model[field].dump(), " is not supported (expected null)");
+    if (!unset(field))
+      fail(source, ": model.", field, " = ", json_brief(model[field]), " is not supported (expected null)");
 
   const auto& vocab_json = model.at("vocab");
   check(vocab_json.is_object(), source, ": model.vocab must be an object of token -> id");
   TokenMap vocab;
   vocab.reserve(vocab_json.size());
   for (const auto& [token, id] : vocab_json.items()) {
-    check(id.is_number_integer() && id.get<std::int64_t>() >= 0 && id.get<std::int64_t>() < INT32_MAX, source,
-          ": model.vocab['", token, "'] = ", id.dump(), " is not a valid token id");
-    vocab.emplace(token, id.get<std::int32_t>());
+    vocab.emplace(token, json_int<std::int32_t>(id, 0, kMaxTokenIds - 1, source + ": model.vocab['" + token + "']"));
   }
 
   std::vector<std::pair<std::string, std::string>> merges;
-  const auto& merges_json = model.value("merges", nlohmann::json::array());
+  // A reference, not value()'s copy: merges can hold hundreds of thousands of entries.
+  static const nlohmann::json no_merges = nlohmann::json::array();
+  const auto& merges_json = model.contains("merges") ? model["merges"] : no_merges;
+  check(merges_json.is_array(), source, ": model.merges must be an array, got ", json_brief(merges_json));
   merges.reserve(merges_json.size());
   for (std::size_t i = 0; i < merges_json.size(); ++i) {
     const auto& m = merges_json[i];
@@ -111,7 +116,7 @@ BpeModel BpeModel::from_json(const nlohmann::json& model, const std::string& sou
       merges.emplace_back(line.substr(0, space), line.substr(space + 1));
     } else {
       check(m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string(), source, ": model.merges[", i,
-            "] = ", m.dump(), " is not a pair of tokens");
+            "] = ", json_brief(m), " is not a pair of tokens");
       merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
     }
   }

@@ -42,6 +42,15 @@ struct StringHash {
   std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
+/**
+ * @brief Largest token id a tokenizer.json may use, plus one.
+ *
+ * Tables indexed by id are allocated densely, so an id of 2^31 from a broken
+ * file would ask for tens of gigabytes (and id + 1 would overflow). The
+ * largest vocabularies in use hold about 256 000 tokens; this is 16 times that.
+ */
+inline constexpr std::int32_t kMaxTokenIds = 1 << 22;
+
 /// String -> token id, searchable by string_view.
 using TokenMap = std::unordered_map<std::string, std::int32_t, StringHash, std::equal_to<>>;
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json.h"
 
 namespace servelab {
 
@@ -25,11 +26,7 @@ std::optional<std::string> read_if_present(const std::filesystem::path& path) {
 nlohmann::json read_json_if_present(const std::filesystem::path& path) {
   const auto text = read_if_present(path);
   if (!text) return nullptr;
-  try {
-    return nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(path.string(), ": not valid JSON (", e.what(), ")");
-  }
+  return parse_json(*text, path.string());
 }
 
 // tokenizer_config.json writes a token as "<s>" or as {"content": "<s>", ...}.
@@ -80,10 +77,8 @@ std::vector<std::int32_t> load_stop_token_ids(const std::filesystem::path& dir, 
   if (gen.is_object() && gen.contains("eos_token_id") && !gen["eos_token_id"].is_null()) {
     const auto& eos = gen["eos_token_id"];
     const auto add = [&](const nlohmann::json& v) {
-      check(v.is_number_integer() && v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() < tokenizer.vocab_size(),
-            gen_path.string(), ": eos_token_id ", v.dump(), " is not a token id of the tokenizer [0, ",
-            tokenizer.vocab_size(), ")");
-      ids.push_back(v.get<std::int32_t>());
+      ids.push_back(json_int<std::int32_t>(v, 0, tokenizer.vocab_size() - 1,
+                                           gen_path.string() + ": eos_token_id (a token id of the tokenizer)"));
     };
     if (eos.is_array()) {
       for (const auto& v : eos) add(v);

@@ -1,12 +1,11 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/utf8.h"
 
@@ -35,7 +34,9 @@ void read_post_processor(const nlohmann::json& p, const std::string& source, std
     const std::string name = item.at("SpecialToken").at("id").get<std::string>();
     const auto& special = p.at("special_tokens");
     check(special.contains(name), source, ": post_processor.special_tokens has no entry '", name, "'");
-    for (const auto& id : special[name].at("ids")) (seen_sequence ? suffix : prefix).push_back(id.get<std::int32_t>());
+    for (const auto& id : special[name].at("ids"))
+      (seen_sequence ? suffix : prefix)
+          .push_back(json_int<std::int32_t>(id, 0, kMaxTokenIds - 1, source + ": post_processor.special_tokens['" + name + "'].ids"));
   }
 }
 
@@ -94,17 +95,7 @@ Tokenizer Tokenizer::from_json(const nlohmann::json& json, const std::string& so
 
 Tokenizer Tokenizer::from_file(const std::filesystem::path& tokenizer_json) {
   const std::string source = tokenizer_json.string();
-  std::ifstream in(tokenizer_json, std::ios::binary);
-  check(in.good(), source, ": cannot open (expected a Hugging Face tokenizer.json)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(source, ": not valid JSON (", e.what(), ")");
-  }
-  return from_json(json, source);
+  return from_json(read_json_file(tokenizer_json, "a Hugging Face tokenizer.json"), source);
 }
 
 void Tokenizer::check_id(std::int32_t id) const {

@@ -35,8 +35,7 @@ int main(int argc, char** argv) {
     if (o.quick) {  // a smoke run: small sizes unless given, one timed run
       if (prompt_opt->count() == 0) prompt_len = 16;
       if (new_opt->count() == 0) max_new_tokens = 12;
-      o.repeats = 1;
-      o.warmup = 0;
+      quick_timing(app, o);
     }
     check(max_new_tokens >= 2, "--max-new-tokens must be >= 2 (TPOT needs a second token), got ", max_new_tokens);
     auto model = load_model(o, /*deterministic=*/true);

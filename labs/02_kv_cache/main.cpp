@@ -67,8 +67,7 @@ int main(int argc, char** argv) {
   return run_lab(app, argc, argv, [&] {
     if (o.quick) {
       if (counts_opt->count() == 0) token_counts = {8, 16};
-      o.repeats = 1;
-      o.warmup = 0;
+      quick_timing(app, o);
     }
     for (int n : token_counts) check(n >= 2, "--tokens: every count must be >= 2, got ", n);
     std::sort(token_counts.begin(), token_counts.end());

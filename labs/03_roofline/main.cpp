@@ -68,12 +68,13 @@ int main(int argc, char** argv) {
       if (lens_opt->count() == 0) prefill_lens = {16, 64};
       if (batches_opt->count() == 0) decode_batches = {1, 4};
       if (app.get_option("--preset")->count() == 0) o.preset = "small";
-      o.repeats = 1;
-      o.warmup = 0;
+      quick_timing(app, o);
     }
     for (int L : prefill_lens) check(L >= 1, "--prefill-lens: every length must be >= 1, got ", L);
     for (int B : decode_batches) check(B >= 1, "--decode-batches: every batch must be >= 1, got ", B);
     check(context >= 0, "--context must be >= 0, got ", context);
+    // Before anything is measured: an unwritable --out should not cost a minute of measuring first.
+    Report report("03_roofline", o.out);
     const Hardware& a100 = gpu("A100 80GB SXM");
 
     // 1. Seed 001's table: one hidden-4096 projection in fp16.
@@ -138,7 +139,6 @@ int main(int argc, char** argv) {
     roofs.note = "GPU peaks are dense fp16/bf16 tensor-core rates (no sparsity); the CPU's peak is fp32 sgemm, the "
                  "precision the engine computes in. Bandwidth: GB = 10^9 bytes.";
 
-    Report report("03_roofline", o.out);
     describe_run(report, *model, o);
     report.setting("technique", "lab 02's configuration (KV cache on) with the engine's FLOP/byte counters on");
     report.setting("roofs", "sgemm " + fixed(sgemmN, 0) + " GFLOP/s, read " + fixed(readN, 1) + " GB/s on " +

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "core/timer.h"
 #include "serve/workload.h"
 #include "tokenizer/pretrained.h"
@@ -30,7 +31,8 @@ void add_common_options(CLI::App& app, LabOptions& o, const std::string& default
 }
 
 std::unique_ptr<Model> load_model(const LabOptions& o, bool deterministic) {
-  check(o.threads >= 0, "--threads must be >= 0 (0 = all cores), got ", o.threads);
+  check(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be in [0, ", kMaxThreads,
+        "] (0 = all cores), got ", o.threads);
   check(o.repeats >= 1, "--repeats must be >= 1, got ", o.repeats);
   check(o.warmup >= 0, "--warmup must be >= 0, got ", o.warmup);
   EngineOptions engine;
@@ -111,11 +113,20 @@ void Progress::draw() const {
             << 100 * done_ / total_ << "%" << std::flush;
 }
 
+void quick_timing(const CLI::App& app, LabOptions& o) {
+  if (app.get_option("--repeats")->count() == 0) o.repeats = 1;
+  if (app.get_option("--warmup")->count() == 0) o.warmup = 0;
+}
+
 int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
+  // Flag errors look like every other error: "<lab>: error: ...", exit 1 (CLI11's own codes are 100+).
+  app.failure_message([name = app.get_name()](const CLI::App*, const CLI::Error& e) {
+    return name + ": error: " + e.what() + "\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 1;
   }
   try {
     body();
@@ -125,6 +136,9 @@ int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& b
     return 1;
   } catch (const std::bad_alloc&) {
     std::cerr << app.get_name() << ": error: out of memory (try --quick or a smaller --preset)\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << app.get_name() << ": error: " << e.what() << "\n";
     return 1;
   }
   return 0;

@@ -97,8 +97,16 @@ class Progress {
 };
 
 /**
+ * @brief --quick's timing: one timed run and no warm-up, except that an
+ *        explicit --repeats or --warmup wins (the user asked for it).
+ */
+void quick_timing(const CLI::App& app, LabOptions& options);
+
+/**
  * @brief Parses the flags and runs @p body; turns every servelab::Error into
- *        one "<lab>: error: ..." line on stderr and exit status 1.
+ *        one "<lab>: error: ..." line on stderr and exit status 1. A flag
+ *        error (unknown flag, a value that is not a number) ends the same
+ *        way; only --help exits 0.
  */
 int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& body);
 

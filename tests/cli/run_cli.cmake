@@ -2,9 +2,23 @@
 #   -DCOMMAND=<;-list>   the command and its arguments
 #   -DEXPECT=ok|error    whether it must succeed or fail
 #   -DMATCH=<regex>      must appear in stdout (ok) or stderr (error)
-# A failing command must exit non-zero, print nothing on stdout (no partial
+#   -DNAME, -DCLASS      the test's name and heading in the bad-input table
+# A failing command must exit with status 1, print nothing on stdout (no partial
 # output) and exactly one "servelab: error:" line on stderr.
-execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+# An argument @EMPTY@ is passed as an empty string (a CMake list cannot hold one).
+string(FIND "${COMMAND}" "@EMPTY@" empty_at)
+if(empty_at GREATER -1)
+  # Through sh, each argument in single quotes, so that '' survives.
+  set(quoted ${COMMAND})
+  list(TRANSFORM quoted REPLACE "'" "'\\\\''")
+  list(TRANSFORM quoted PREPEND "'")
+  list(TRANSFORM quoted APPEND "'")
+  list(TRANSFORM quoted REPLACE "^'@EMPTY@'$" "''")
+  list(JOIN quoted " " line)
+  execute_process(COMMAND sh -c "${line}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+else()
+  execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+endif()
 if(EXPECT STREQUAL "ok")
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "expected success, got exit ${rc}\nstdout:\n${out}\nstderr:\n${err}")
@@ -16,6 +30,9 @@ else()
   if(rc EQUAL 0)
     message(FATAL_ERROR "expected failure, got exit 0\nstdout:\n${out}\nstderr:\n${err}")
   endif()
+  if(NOT rc EQUAL 1)
+    message(FATAL_ERROR "expected exit status 1, got ${rc}\nstderr:\n${err}")
+  endif()
   if(NOT out STREQUAL "")
     message(FATAL_ERROR "a failing command printed to stdout:\n${out}")
   endif()
@@ -26,3 +43,9 @@ else()
   endif()
 endif()
 message(STATUS "ok: ${err}")
+# tools/bad_input_table.py sets SERVELAB_BAD_INPUT_LOG and collects one line per failing case.
+if(DEFINED ENV{SERVELAB_BAD_INPUT_LOG} AND EXPECT STREQUAL "error")
+  string(REGEX MATCH "servelab: error: [^\n]*" line "${err}")
+  string(REPLACE ";" " " shown "${COMMAND}")
+  file(APPEND "$ENV{SERVELAB_BAD_INPUT_LOG}" "${CLASS}\t${NAME}\t${shown}\t${rc}\t${line}\n")
+endif()

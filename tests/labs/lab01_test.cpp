@@ -67,6 +67,27 @@ TEST_CASE("lab 01 refuses bad flags with one error naming the flag", "[lab01]") 
   CHECK(test::run_command(lab + " --no-such-flag").status != 0);
 }
 
+// CLI11 exits 104/109/114 with its own wording; the labs end every flag error
+// like any other: "<lab>: error: ...", status 1, nothing on stdout.
+TEST_CASE("lab flag errors exit 1 with one error line", "[lab01]") {
+  const std::string lab = LAB01_EXE;
+  for (const std::string flags : {"--no-such-flag", "--threads many", "--repeats", "--quick --threads 100000"}) {
+    const test::RunResult r = test::run_command(lab + " " + flags + " --out /tmp");
+    INFO(flags << "\nstderr: " << r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find("lab_01_autoregressive: error: ") != std::string::npos);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("a --quick run keeps an explicit --repeats and --warmup", "[lab01]") {
+  test::ScratchDir out("lab01-quick-repeats");
+  const auto quick = test::run_lab_quick(LAB01_EXE, "01_autoregressive", out.path());
+  CHECK(quick.results["settings"]["timing"].get<std::string>().starts_with("0 warm-up + 1 timed runs"));
+  const auto explicit_timing = test::run_lab_quick(LAB01_EXE, "01_autoregressive", out.path(), "--repeats 2 --warmup 1");
+  CHECK(explicit_timing.results["settings"]["timing"].get<std::string>().starts_with("1 warm-up + 2 timed runs"));
+}
+
 TEST_CASE("lab 01 with a model folder that has a tokenizer.json uses the article's prompt and prints text", "[lab01]") {
   test::ScratchDir out("lab01-text");
   const auto model = test::fixtures_dir() / "tokenizer" / "qwen2-tiny-chat";

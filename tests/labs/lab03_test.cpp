@@ -143,3 +143,12 @@ TEST_CASE("lab 03 refuses bad flags with one error naming the flag", "[lab03]") 
   test::check_refused(lab + " --quick --prefill-lens 0 --out /tmp", "--prefill-lens");
   test::check_refused(lab + " --quick --decode-batches -2 --out /tmp", "--decode-batches");
 }
+
+TEST_CASE("lab 03 checks --out before it loads a model or measures anything", "[lab03]") {
+  const test::RunResult r = test::run_command(std::string(LAB03_EXE) + " --quick --out /proc/servelab-no");
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("--out /proc/servelab-no") != std::string::npos);
+  CHECK(r.err.find("loading") == std::string::npos);  // load_model() announces itself on stderr
+  CHECK(r.out.empty());
+}

@@ -119,6 +119,47 @@ TEST_CASE("bad config.json: each gives one error naming the file and field", "[c
   REQUIRE_ERROR_MENTIONS(load_config(path), "torch_dtype", "int8");
 }
 
+// Each of these used to be narrowed or ignored, and the model ran with a
+// different shape or computation than config.json describes.
+TEST_CASE("integers that do not fit and shapes whose products overflow are refused", "[config][bad-input]") {
+  json j = llama3_v4_config();
+  j["hidden_size"] = 4294967360LL;  // 2^32 + 64: used to run as 64
+  REQUIRE_ERROR_MENTIONS(parse_config(j, "c.json"), "c.json: field 'hidden_size' must be an integer", "got 4294967360");
+  j = llama3_v4_config();
+  j["vocab_size"] = 1000000000000LL;  // used to be reported as -727379968
+  REQUIRE_ERROR_MENTIONS(parse_config(j, "c.json"), "field 'vocab_size'", "got 1000000000000");
+  j = llama3_v4_config();
+  j["num_attention_heads"] = 65536;
+  j["num_key_value_heads"] = 1;
+  j["head_dim"] = 65536;  // q_dim() = 2^32 overflowed an int
+  REQUIRE_ERROR_MENTIONS(parse_config(j, "c.json"), "num_attention_heads * head_dim = 4294967296 is too large");
+  j = llama3_v4_config();
+  j["intermediate_size"] = 2000000000;
+  j["num_hidden_layers"] = 2000000000;  // every field fits an int, the parameter count does not fit anything
+  REQUIRE_ERROR_MENTIONS(parse_config(j, "c.json"), "c.json: the shape asks for", "parameters");
+}
+
+TEST_CASE("config fields the engine does not compute are refused by name", "[config][bad-input]") {
+  const std::pair<const char*, json> unsupported[] = {
+      {"use_sliding_window", true}, {"hidden_act", "gelu_pytorch_tanh"}, {"mlp_bias", true},
+      {"attention_bias", true},  // Llama: biases on q/k/v and o_proj
+      {"layer_types", {"full_attention", "sliding_attention"}}};
+  for (const auto& [field, value] : unsupported) {
+    json j = llama3_v4_config();
+    j[field] = value;
+    INFO(field);
+    REQUIRE_ERROR_MENTIONS(parse_config(j, "c.json"), "c.json: ", field);
+  }
+  // The values the engine does compute are accepted.
+  json j = llama3_v4_config();
+  j["use_sliding_window"] = false;
+  j["hidden_act"] = "silu";
+  j["mlp_bias"] = false;
+  j["attention_bias"] = false;
+  j["layer_types"] = {"full_attention", "full_attention"};
+  CHECK(parse_config(j, "c.json").hidden_size == 4096);
+}
+
 TEST_CASE("an unknown preset lists the known ones", "[config][bad-input]") {
   REQUIRE_ERROR_MENTIONS(preset("qwen9"), "qwen9", "qwen2.5-0.5b", "llama-3-8b");
 }

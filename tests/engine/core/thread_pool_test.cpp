@@ -3,6 +3,7 @@
 #include <thread>
 #include <stdexcept>
 
+#include "core/error.h"
 #include "core/thread_pool.h"
 #include "test_util.h"
 
@@ -43,4 +44,11 @@ TEST_CASE("workers that went to sleep between loops wake up for the next one", "
     });
     for (auto& h : hits) CHECK(h == 1);
   }
+}
+
+// --threads 100000 used to abort in std::thread's constructor (an uncaught
+// std::system_error, with 1000s of threads already running).
+TEST_CASE("a thread count out of range is an Error naming --threads", "[thread_pool][bad-input]") {
+  REQUIRE_ERROR_MENTIONS(ThreadPool(100000), "--threads must be in [0, 1024]", "got 100000");
+  REQUIRE_ERROR_MENTIONS(ThreadPool(-1), "--threads must be in [0, 1024]", "got -1");
 }

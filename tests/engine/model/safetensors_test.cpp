@@ -1,5 +1,6 @@
 // The safetensors reader on files written here byte by byte, so every field
 // of the format can be broken on purpose.
+#include <cmath>
 #include <cstring>
 #include <fstream>
 
@@ -104,6 +105,68 @@ TEST_CASE("broken safetensors files: one error naming the file and what is wrong
   REQUIRE_ERROR_MENTIONS(SafetensorsFile{path}, "'b'", "[4]", "span 6");
 
   REQUIRE_ERROR_MENTIONS(SafetensorsFile{dir.path() / "absent.safetensors"}, "absent.safetensors", "cannot open");
+}
+
+namespace {
+
+// A safetensors file whose header is @p header_text verbatim, followed by @p data_bytes zero bytes.
+void write_raw(const std::filesystem::path& path, const std::string& header_text, std::size_t data_bytes) {
+  std::ofstream out(path, std::ios::binary);
+  const std::uint64_t len = header_text.size();
+  out.write(reinterpret_cast<const char*>(&len), 8);
+  out << header_text << std::string(data_bytes, '\0');
+}
+
+}  // namespace
+
+TEST_CASE("safetensors headers that lie: overflowing shapes - overlapping offsets - deep nesting", "[safetensors][bad-input]") {
+  test::ScratchDir dir("st-lies");
+  const auto path = dir.path() / "model.safetensors";
+  // 2^62 x 4 floats is 2^66 bytes: the product wrapped to 0 and matched offsets [0, 0].
+  write_raw(path, R"({"w": {"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 0]}})", 0);
+  REQUIRE_ERROR_MENTIONS(SafetensorsFile{path}, "'w'", "[4611686018427387904, 4]", "more elements");
+  write_raw(path, R"({"w": {"dtype": "F32", "shape": [18446744073709551615], "data_offsets": [0, 0]}})", 0);
+  REQUIRE_ERROR_MENTIONS(SafetensorsFile{path}, "'w': shape entry must be an integer in [0, 9223372036854775807]");
+  // Two tensors on the same bytes would alias each other.
+  write_raw(path,
+            R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
+            R"( "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
+            12);
+  REQUIRE_ERROR_MENTIONS(SafetensorsFile{path}, "tensors 'a' and 'b' overlap", "[0, 8) and [4, 12)");
+  // Empty tensors take no bytes, so sharing an offset is fine.
+  write_raw(path,
+            R"({"a": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]},)"
+            R"( "b": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})",
+            8);
+  CHECK(SafetensorsFile{path}.entries().size() == 2);
+  // 100 000 levels of shape: dump() in the error message overflowed the stack.
+  write_raw(path, R"({"w": {"dtype": "F32", "shape": )" + std::string(100000, '[') + std::string(100000, ']') +
+                      R"(, "data_offsets": [0, 0]}})", 0);
+  REQUIRE_ERROR_MENTIONS(SafetensorsFile{path}, "header: JSON nested deeper than 64 levels");
+}
+
+TEST_CASE("a NaN or Inf weight is refused at load, naming the tensor", "[safetensors][bad-input]") {
+  test::ScratchDir dir("st-nan");
+  auto tensors = three_dtypes();
+  tensors[0].bytes = bytes_of(std::vector<float>{1.0f, std::nanf(""), 0.5f, 3.0f});
+  tensors[1].bytes = bytes_of(std::vector<std::uint16_t>{0x3f80, 0x7f80, 0x3e80});  // bf16 +Inf
+  tensors[2].bytes = bytes_of(std::vector<std::uint16_t>{0x3c00, 0x0001, 0xfc00});  // f16 -Inf
+  write_file(dir.path() / "model.safetensors", tensors);
+  Checkpoint ckpt(dir.path());
+  REQUIRE_ERROR_MENTIONS(ckpt.load("a", {2, 2}), "tensor 'a' holds NaN or Inf (first at element 1)");
+  REQUIRE_ERROR_MENTIONS(ckpt.load("b", {3}, DType::BF16), "tensor 'b' holds NaN or Inf (first at element 1)");
+  REQUIRE_ERROR_MENTIONS(ckpt.load("c", {1, 3}), "tensor 'c' holds NaN or Inf (first at element 2)");
+}
+
+TEST_CASE("shard names in the index must be files inside the model folder", "[safetensors][bad-input]") {
+  using nlohmann::json;
+  for (const std::string shard : {"../other/model.safetensors", "/etc/passwd", "sub/x.safetensors", "..", ""}) {
+    INFO("shard '" << shard << "'");
+    REQUIRE_ERROR_MENTIONS(parse_safetensors_index(json{{"weight_map", {{"w", shard}}}}, "index.json"),
+                           "index.json: weight_map entry for 'w' is '" + shard + "'", "not a file name");
+  }
+  CHECK(parse_safetensors_index(json{{"weight_map", {{"a", "m-1.safetensors"}, {"b", "m-1.safetensors"}}}}, "i") ==
+        std::vector<std::string>{"m-1.safetensors"});
 }
 
 TEST_CASE("checkpoint folders: missing tensor / wrong shape / missing files", "[safetensors][bad-input]") {

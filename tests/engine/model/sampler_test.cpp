@@ -33,6 +33,19 @@ TEST_CASE("top_k = 1 and a tiny top_p both reduce to greedy", "[sampler]") {
   }
 }
 
+// logits / T overflowed to inf for T = 1e-38, inf - inf = NaN, and the NaN
+// softmax let the least likely token win. A temperature that small is greedy.
+TEST_CASE("a temperature so small that probabilities underflow acts as greedy", "[sampler]") {
+  const std::vector<float> logits = {0.5f, 5.0f, -3.0f, 4.0f};
+  for (float t : {1e-38f, 1e-45f, 1e-20f}) {
+    Sampler s({t, 0, 1.0f, 7}), with_top_p({t, 0, 0.9f, 7});
+    for (int i = 0; i < 20; ++i) {
+      CHECK(s.sample(logits) == 1);
+      CHECK(with_top_p.sample(logits) == 1);
+    }
+  }
+}
+
 TEST_CASE("temperature 1 samples the softmax distribution", "[sampler]") {
   const std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
   Sampler s({1.0f, 0, 1.0f, 123});

@@ -66,3 +66,38 @@ TEST_CASE("a checkpoint that does not match its config is refused / naming the t
   std::filesystem::remove(copy / "config.json");
   REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, EngineOptions{}), "config.json", "cannot open");
 }
+
+namespace {
+
+// Appends a tensor of @p n zero floats named @p name to a safetensors file.
+void add_tensor(const std::filesystem::path& file, const std::string& name, std::int64_t n) {
+  std::ifstream in(file, std::ios::binary);
+  std::uint64_t len = 0;
+  in.read(reinterpret_cast<char*>(&len), 8);
+  std::string header(len, ' ');
+  in.read(header.data(), static_cast<std::streamsize>(len));
+  std::string data((std::istreambuf_iterator<char>(in)), {});
+  nlohmann::json j = nlohmann::json::parse(header);
+  j[name] = {{"dtype", "F32"}, {"shape", {n}}, {"data_offsets", {data.size(), data.size() + 4 * n}}};
+  data += std::string(4 * n, '\0');
+  header = j.dump();
+  len = header.size();
+  in.close();
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(&len), 8);
+  out << header << data;
+}
+
+}  // namespace
+
+// An o_proj bias in the file means the checkpoint computes something the
+// engine does not; it used to be dropped without a word.
+TEST_CASE("checkpoint tensors the engine would not use are refused by name", "[weights][bad-input]") {
+  test::ScratchDir dir("weights-unused");
+  const auto copy = test::copy_fixture("qwen2-tiny", dir.path());
+  add_tensor(copy / "model.safetensors", "model.layers.0.rotary_emb.inv_freq", 8);  // old Llama files: harmless
+  CHECK(Model::from_pretrained(copy, EngineOptions{})->config().hidden_size == 64);
+  add_tensor(copy / "model.safetensors", "model.layers.1.self_attn.o_proj.bias", 64);
+  REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, EngineOptions{}), "1 tensor that servelab does not use",
+                         "'model.layers.1.self_attn.o_proj.bias'");
+}

@@ -45,7 +45,7 @@ TEST_CASE("stop tokens come from generation_config.json, else tokenizer_config.j
   std::ofstream(scratch.path() / "generation_config.json") << R"({"eos_token_id": 7})";
   CHECK(load_stop_token_ids(scratch.path(), tok) == std::vector<std::int32_t>{7});
   std::ofstream(scratch.path() / "generation_config.json") << R"({"eos_token_id": [5, 99999]})";
-  REQUIRE_ERROR_MENTIONS(load_stop_token_ids(scratch.path(), tok), "generation_config.json", "eos_token_id 99999");
+  REQUIRE_ERROR_MENTIONS(load_stop_token_ids(scratch.path(), tok), "generation_config.json", "eos_token_id", "99999");
   std::ofstream(scratch.path() / "generation_config.json") << R"({"eos_token_id": null})";
   CHECK(load_stop_token_ids(scratch.path(), tok).empty());
 }

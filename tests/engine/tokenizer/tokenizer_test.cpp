@@ -150,3 +150,23 @@ TEST_CASE("tokenizers that are not byte-level BPE are refused, naming the field"
     REQUIRE_ERROR_MENTIONS(Tokenizer::from_json(json, "t.json"), "post_processor type 'RobertaProcessing'");
   }
 }
+
+// Ids are narrowed to int32 and index dense tables: an added-token id of 2^31
+// wrote out of bounds, 2^31 - 1 overflowed id + 1, and a post-processor id of
+// 2^32 became 0.
+TEST_CASE("token ids past the table limit are refused, naming the field", "[tokenizer][bad-input]") {
+  for (const std::int64_t id : {std::int64_t{1} << 31, (std::int64_t{1} << 31) - 1, std::int64_t{kMaxTokenIds}}) {
+    auto json = tokenizer_json("qwen2-style");
+    json["added_tokens"].back()["id"] = id;
+    INFO("id " << id);
+    REQUIRE_ERROR_MENTIONS(Tokenizer::from_json(json, "t.json"), "t.json: added_tokens[",
+                           "].id must be an integer in [0, 4194303], got " + std::to_string(id));
+  }
+  auto json = tokenizer_json("qwen2-style");
+  json["model"]["vocab"]["hello"] = std::int64_t{1} << 32;
+  REQUIRE_ERROR_MENTIONS(Tokenizer::from_json(json, "t.json"), "t.json: model.vocab['hello'] must be an integer");
+  json = tokenizer_json("llama3-style");
+  json["post_processor"]["processors"][1]["special_tokens"]["<|begin_of_text|>"]["ids"] = {std::int64_t{1} << 32};
+  REQUIRE_ERROR_MENTIONS(Tokenizer::from_json(json, "t.json"), "post_processor.special_tokens['<|begin_of_text|>'].ids",
+                         "got 4294967296");
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target in tests/fuzz for SECONDS seconds each (default
+# 60), on seed corpora made from tests/fixtures, with the JSON-key dictionary.
+#
+#   bash scripts/fuzz.sh [SECONDS] [TARGET...]
+#
+# Needs the asan preset's build (cmake --preset asan && cmake --build
+# build-asan --target fuzzers). Corpora grow in build-asan/fuzz/corpus/ and
+# are reused by the next run; a crash is written to build-asan/fuzz/crashes/
+# and makes this script exit non-zero. Each target's last libFuzzer status
+# line (executions, coverage) is printed, and a summary at the end.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+seconds="${1:-60}"
+shift || true
+build="$root/build-asan"
+fixtures="$root/tests/fixtures"
+work="$build/fuzz"
+targets=("$@")
+((${#targets[@]})) || targets=(fuzz_safetensors fuzz_safetensors_index fuzz_config fuzz_tokenizer_json
+                                fuzz_encode_decode fuzz_chat_template)
+
+for t in "${targets[@]}"; do
+  [ -x "$build/tests/fuzz/$t" ] || { echo "fuzz.sh: $build/tests/fuzz/$t is missing (build the asan preset)" >&2; exit 1; }
+done
+
+# Seeds: the fixtures themselves, plus small safetensors files (one tensor
+# each) so that mutations of the header are not drowned in weight bytes.
+seed() {  # seed TARGET FILE...: copies each FILE into TARGET's corpus as <folder>-<name>
+  local target="$1"
+  shift
+  mkdir -p "$work/corpus/$target"
+  for f in "$@"; do cp "$f" "$work/corpus/$target/$(basename "$(dirname "$f")")-$(basename "$f")"; done
+}
+seed fuzz_config "$fixtures"/*/config.json "$fixtures"/tokenizer/qwen2-tiny-chat/config.json
+seed fuzz_safetensors_index "$fixtures"/llama-tiny/model.safetensors.index.json
+seed fuzz_tokenizer_json "$fixtures"/tokenizer/*/tokenizer.json
+python3 - "$fixtures" "$work/corpus" <<'EOF'
+import json, os, struct, sys
+fixtures, corpus = sys.argv[1], sys.argv[2]
+os.makedirs(f"{corpus}/fuzz_safetensors", exist_ok=True)
+for model in ("qwen2-tiny", "qwen2-tiny-bf16", "llama-tiny-f16"):
+    raw = open(f"{fixtures}/{model}/model.safetensors", "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+    # The smallest tensor on its own: a 1-D norm weight of a few hundred bytes.
+    name = min((k for k in header if k != "__metadata__"),
+               key=lambda k: header[k]["data_offsets"][1] - header[k]["data_offsets"][0])
+    begin, end = header[name]["data_offsets"]
+    small = {"__metadata__": {"format": "pt"}, name: dict(header[name], data_offsets=[0, end - begin])}
+    text = json.dumps(small).encode()
+    open(f"{corpus}/fuzz_safetensors/{model}-one-tensor", "wb").write(
+        struct.pack("<Q", len(text)) + text + data[begin:end])
+# Encode/decode: the first byte picks the tokenizer (bit 0) and special tokens
+# (bit 1); the text is the tokenizer fixtures' training text, in short pieces
+# (short inputs run thousands of times a second; the whole 60 KB, hundreds).
+os.makedirs(f"{corpus}/fuzz_encode_decode", exist_ok=True)
+texts = ["Hello, world! 안녕하세요 e\u0301\u0316 <|im_start|>user\n", "KV 캐시는 메모리를 많이 사용합니다."]
+piece = ""
+for line in open(f"{fixtures}/tokenizer/training_text.txt", encoding="utf-8"):
+    piece += line
+    if len(piece.encode()) > 400:
+        texts.append(piece)
+        piece = ""
+for i, text in enumerate(texts[:40]):
+    open(f"{corpus}/fuzz_encode_decode/text-{i}", "wb").write(bytes([i % 4]) + text.encode())
+# Chat: template NUL message NUL message ...
+os.makedirs(f"{corpus}/fuzz_chat_template", exist_ok=True)
+templates = [open(f"{fixtures}/tokenizer/qwen2-tiny-chat/chat_template.jinja").read()]
+for style in ("llama3-style", "qwen2-style"):
+    config = json.load(open(f"{fixtures}/tokenizer/{style}/tokenizer_config.json"))
+    if isinstance(config.get("chat_template"), str):
+        templates.append(config["chat_template"])
+for i, t in enumerate(templates):
+    open(f"{corpus}/fuzz_chat_template/template-{i}", "wb").write(
+        (t + "\0You are kind.\0What is a KV cache? \uc548\ub155\0It stores keys.").encode())
+EOF
+
+mkdir -p "$work/crashes" "$work/logs"
+status=0
+summary=()
+for t in "${targets[@]}"; do
+  echo "fuzz.sh: $t for ${seconds} s" >&2
+  log="$work/logs/$t.log"
+  # Short inputs except for tokenizer.json, whose seeds are whole 35 KB files.
+  max_len=4096
+  [ "$t" = fuzz_tokenizer_json ] && max_len=65536
+  # -rss_limit_mb: ASan's shadow memory counts; 4 GB leaves room on a 2-core CI machine.
+  if "$build/tests/fuzz/$t" "$work/corpus/$t" -dict="$root/tests/fuzz/json_keys.dict" -max_total_time="$seconds" -max_len="$max_len" \
+       -artifact_prefix="$work/crashes/$t-" -rss_limit_mb=4096 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
+    result="ok"
+  else
+    result="CRASH (see $log and $work/crashes/)"
+    status=1
+    tail -40 "$log" >&2
+  fi
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  summary+=("$(printf '%-24s %12s executions  %s' "$t" "$runs" "$result")")
+done
+printf '%s\n' "fuzz.sh: summary (${seconds} s each)" "${summary[@]}" >&2
+exit $status
