@@ -7,7 +7,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
-labs=(${SERVELAB_LABS:-01_autoregressive 02_kv_cache 03_roofline 04_paged_attention 05_flash_attention})
+labs=(${SERVELAB_LABS:-01_autoregressive 02_kv_cache 03_roofline 04_paged_attention 05_flash_attention 06_chunked_prefill})
 # Every lab runs before any chapter changes, so each run records a clean git commit.
 for lab in "${labs[@]}"; do
   "$root/build/labs/lab_$lab" --out "$root/results"
