@@ -13,6 +13,7 @@
 #include "cuda/cuda_model.h"
 #include "cuda/graph.h"
 #include "cuda/ops.h"
+#include "attention_reference.h"
 #include "gpu_test_util.h"
 #include "kernels/attention.h"
 #include "kernels/gemm.h"
@@ -35,34 +36,6 @@ std::vector<float> inv_freq_for(int D) {
   return inv;
 }
 
-// Output of every row and head in double: softmax(q·Kᵀ/√d)·V over keys 0..pos of a paged view.
-std::vector<double> attention_reference(const std::vector<float>& q, std::size_t q_stride,
-                                        const std::vector<AttentionSeq>& seqs, int H, int KVH, int D) {
-  std::size_t rows = 0;
-  for (const auto& s : seqs) rows += static_cast<std::size_t>(s.num_new_tokens);
-  std::vector<double> out(rows * H * D);
-  for (const auto& s : seqs)
-    for (int i = 0; i < s.num_new_tokens; ++i)
-      for (int h = 0; h < H; ++h) {
-        const std::size_t r = static_cast<std::size_t>(s.first_row + i);
-        const int pos = s.num_computed_tokens + i, kvh = h / (H / KVH);
-        const float* qh = &q[r * q_stride + static_cast<std::size_t>(h) * D];
-        std::vector<double> w(static_cast<std::size_t>(pos) + 1);
-        double mx = -1e300, sum = 0;
-        for (int t = 0; t <= pos; ++t) {
-          double d = 0;
-          for (int j = 0; j < D; ++j) d += double(qh[j]) * s.kv.key(t)[kvh * D + j];
-          w[t] = d / std::sqrt(double(D));
-          mx = std::max(mx, w[t]);
-        }
-        for (auto& x : w) sum += x = std::exp(x - mx);
-        std::vector<double> o(D, 0.0);
-        for (int t = 0; t <= pos; ++t)
-          for (int j = 0; j < D; ++j) o[j] += w[t] / sum * s.kv.value(t)[kvh * D + j];
-        for (int j = 0; j < D; ++j) out[(r * H + h) * D + j] = o[j];
-      }
-  return out;
-}
 
 }  // namespace
 
@@ -184,7 +157,8 @@ TEST_CASE("naive attention over up to 32k keys at 32 over 8 heads of 128 matches
   }
   auto q = random_floats(static_cast<std::size_t>(T) * H * D, 102);
   for (auto& x : q) x *= 4.0f;  // a peaked softmax: a wrong key or head shows
-  const auto expected = attention_reference(q, static_cast<std::size_t>(H) * D, seqs, H, KVH, D);
+  const auto expected =
+      test::attention_reference(q, static_cast<std::size_t>(H) * D, seqs, AttentionShape{H, KVH, D});
   const Tensor dk = on_device(k), dv = on_device(v), dq = on_device(q);
   std::vector<Tensor> dtables;
   std::vector<KVView> views;

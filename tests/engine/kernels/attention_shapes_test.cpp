@@ -8,44 +8,11 @@
 
 #include "core/thread_pool.h"
 #include "kernels/attention.h"
+#include "attention_reference.h"
 #include "test_util.h"
 
 using namespace servelab;
 
-namespace {
-
-// Output of every row and head, in double: softmax(q·Kᵀ/√d)·V over keys 0..pos.
-std::vector<double> reference(const std::vector<float>& q, const std::vector<AttentionSeq>& seqs,
-                              const AttentionShape& shape) {
-  const int H = shape.num_heads, D = shape.head_dim, group = H / shape.num_kv_heads;
-  std::size_t rows = 0;
-  for (const auto& s : seqs) rows += static_cast<std::size_t>(s.num_new_tokens);
-  std::vector<double> out(rows * H * D);
-  for (const auto& s : seqs)
-    for (int i = 0; i < s.num_new_tokens; ++i)
-      for (int h = 0; h < H; ++h) {
-        const std::size_t r = static_cast<std::size_t>(s.first_row + i);
-        const int pos = s.num_computed_tokens + i, kvh = h / group;
-        const float* qh = &q[(r * H + h) * D];
-        std::vector<double> w(static_cast<std::size_t>(pos) + 1);
-        double mx = -1e300, sum = 0;
-        for (int t = 0; t <= pos; ++t) {
-          double d = 0;
-          for (int j = 0; j < D; ++j) d += double(qh[j]) * s.kv.key(t)[kvh * D + j];
-          w[t] = d / std::sqrt(double(D));
-          mx = std::max(mx, w[t]);
-        }
-        for (auto& x : w) sum += x = std::exp(x - mx);
-        for (int j = 0; j < D; ++j) {
-          double o = 0;
-          for (int t = 0; t <= pos; ++t) o += w[t] / sum * s.kv.value(t)[kvh * D + j];
-          out[(r * H + h) * D + j] = o;
-        }
-      }
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("attention at head_dim 128 with 32 query heads over 8 KV heads and 8k keys matches a double loop",
           "[attention]") {
@@ -73,7 +40,8 @@ TEST_CASE("attention at head_dim 128 with 32 query heads over 8 KV heads and 8k 
   // Queries scaled by 4 so that softmax is peaked enough for a wrong key or head to show.
   auto q = test::random_floats(static_cast<std::size_t>(row) * H * D, 72);
   for (auto& x : q) x *= 4.0f;
-  const auto expected = reference(q, seqs, shape);
+  const auto expected =
+      test::attention_reference(q, static_cast<std::size_t>(shape.num_heads) * shape.head_dim, seqs, shape);
   // f32 against double over 8k keys: each dot product of 128 terms is off by ~1e-6 relative
   // (scores up to ~40 after scaling), and each output sums 8k weighted values; measured worst
   // error 4.5e-7 (naive) and 1.6e-7 (blocked). The bound leaves a 20x margin; a wrong head or key
