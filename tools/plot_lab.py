@@ -21,11 +21,23 @@ except ImportError:
     sys.exit(77)
 
 
-def column(table, name):
+def index(table, name):
     if name not in table["columns"]:
         raise SystemExit(f"plot_lab.py: table {table['name']!r} has no column {name!r} (has {table['columns']})")
-    i = table["columns"].index(name)
+    return table["columns"].index(name)
+
+
+def column(table, name):
+    i = index(table, name)
     return [row[i] for row in table["rows"] if isinstance(row[i], (int, float))]
+
+
+def points(table, x, y):
+    """The (x, y) pairs of the rows where both cells are numbers, by x: a table may hold several lines
+    over different x values, each row filling only its own line's column."""
+    i, j = index(table, x), index(table, y)
+    pairs = sorted((r[i], r[j]) for r in table["rows"] if all(isinstance(r[k], (int, float)) for k in (i, j)))
+    return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
 def draw_roofline(ax, spec, tables):
@@ -63,10 +75,9 @@ def draw(results_path):
         if spec.get("kind") == "roofline":
             draw_roofline(ax, spec, tables)
         else:
-            xs = column(table, spec["x"])
             for y in spec["y"]:
-                ys = column(table, y)
-                ax.plot(xs[: len(ys)], ys, marker="o" if len(xs) <= 20 else None, markersize=4, label=y)
+                xs, ys = points(table, spec["x"], y)
+                ax.plot(xs, ys, marker="o" if len(xs) <= 20 else None, markersize=4, label=y)
         ax.set_title(spec["title"])
         ax.set_xlabel(spec["xlabel"])
         ax.set_ylabel(spec["ylabel"])

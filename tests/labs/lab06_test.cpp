@@ -21,8 +21,8 @@ TEST_CASE("lab 06 --quick splits the long prompt and keeps every token", "[lab06
   const auto& hol = test::table(results, "head_of_line");
   REQUIRE(hol["rows"].size() == 2);
   const auto prefill_steps = test::column(hol, "steps with prefill"), hash = test::column(hol, "tokens hash");
-  CHECK(hol["rows"][0][prefill_steps] == 1);  // no chunking: the 512-token prompt in one step
-  CHECK(hol["rows"][1][prefill_steps] == 5);  // budget 128 beside 4 decodes: 124 + 124 + 124 + 124 + 16
+  CHECK(hol["rows"][0][prefill_steps] == 2);  // no chunking: each of the two 512-token prompts in one step
+  CHECK(hol["rows"][1][prefill_steps] == 10);  // budget 128 beside 4 decodes: 124 + 124 + 124 + 124 + 16, twice
   CHECK(hol["rows"][0][hash] == hol["rows"][1][hash]);
   const auto& sweep = test::table(results, "budget_sweep");
   REQUIRE(sweep["rows"].size() == 2);
@@ -33,12 +33,21 @@ TEST_CASE("lab 06 --quick splits the long prompt and keeps every token", "[lab06
   const auto& gpu = test::table(results, "gpu_simulated");
   REQUIRE(gpu["rows"].size() == 3);
   for (const auto& row : gpu["rows"]) CHECK(row[0].get<std::string>().find("(simulated)") != std::string::npos);
+  // The rate sweep: both policies at six rates each, labelled simulated; the simulator's speed was timed.
+  const auto& rates = test::table(results, "rate_sweep");
+  REQUIRE(rates["rows"].size() == 12);
+  for (const auto& row : rates["rows"]) CHECK(row[0].get<std::string>().find("(simulated)") != std::string::npos);
+  const auto& speed = test::table(results, "simulator_speed");
+  REQUIRE(speed["rows"].size() == 1);
+  CHECK(speed["rows"][0][test::column(speed, "requests")] == 1000);
+  CHECK(speed["rows"][0][test::column(speed, "simulated serving [s]")].get<double>() > 0);
 }
 
 TEST_CASE("lab 06 refuses bad flags with one error naming the flag", "[lab06]") {
   const std::string lab = LAB06_EXE;
   test::check_refused(lab + " --quick --budgets 0 --out /tmp", "--budgets");
   test::check_refused(lab + " --quick --long-prompt 100000 --out /tmp", "--long-prompt");
+  test::check_refused(lab + " --quick --long-prompts 0 --out /tmp", "--long-prompts");
   test::check_refused(lab + " --quick --slo-tpot-ms 0 --out /tmp", "--slo-tpot-ms");
   test::check_refused(lab + " --quick --gpu B200 --out /tmp", "B200");
   test::check_refused(lab + " --quick --gpu-rate 0 --out /tmp", "--gpu-rate");
