@@ -54,7 +54,7 @@ def main(results_file, chapter_file):
             raise SystemExit(f"paste_results.py: {chapter_file} asks for '{name}', not in {results_file}")
         return f"<!-- results:{name} -->\n{blocks[name]}\n<!-- /results -->"
 
-    new, count = re.subn(r"<!-- results:([\w-]+) -->.*?<!-- /results -->", replace, text, flags=re.S)
+    new, count = re.subn(r"<!-- results:([\w.-]+) -->.*?<!-- /results -->", replace, text, flags=re.S)
     if count == 0:
         raise SystemExit(f"paste_results.py: {chapter_file} has no <!-- results:NAME --> markers")
     chapter.write_text(new)

@@ -1,0 +1,140 @@
+"""Grades the labs: runs each lab's labelled tests (ctest -L labNN) and scores them.
+
+Usage: python3 tools/grade.py [--build build] [--labs all|01,04] [--json report.json]
+                              [--points tests/labs/points.json] [--junit-dir DIR]
+
+Prints one row per lab (tests passed, points earned of points possible) and
+writes a JSON report with every test's outcome, for an instructor to collect.
+Points per test come from one file, tests/labs/points.json ("default" for
+every test, "tests" for the exceptions, by ctest test name). A skipped test
+(ctest's SKIP, e.g. plots without matplotlib) earns nothing and costs
+nothing; it is listed. Exit status: 0 when every graded test passed, 1 when
+one failed or a lab has no test, 2 on bad usage.
+
+--junit-dir reads labNN.xml files already written by
+`ctest --output-junit` instead of running ctest (how the grader's own test
+feeds it known outcomes).
+"""
+import argparse
+import datetime
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+# The labs are the folders labs/NN_*: a new lab is graded as soon as it exists.
+LABS = sorted(p.name[:2] for p in (pathlib.Path(__file__).resolve().parent.parent / "labs").glob("[0-9][0-9]_*"))
+
+
+def fail_usage(message):
+    print(f"grade.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_labs(text):
+    if text == "all":
+        return LABS
+    labs = [part.strip().zfill(2) for part in text.split(",") if part.strip()]
+    for lab in labs:
+        if lab not in LABS:
+            fail_usage(f"--labs: unknown lab {lab!r}; expected 'all' or numbers from {LABS[0]} to {LABS[-1]}")
+    return labs
+
+
+def load_points(path):
+    try:
+        points = json.loads(pathlib.Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        fail_usage(f"--points {path}: {e}")
+    default, tests = points.get("default"), points.get("tests", {})
+    if not isinstance(default, int) or default < 0 or not isinstance(tests, dict) or \
+            any(not isinstance(v, int) or v < 0 for v in tests.values()):
+        fail_usage(f"--points {path}: expected {{\"default\": N, \"tests\": {{\"test name\": N}}}} with whole N >= 0")
+    return default, tests
+
+
+def outcomes(junit_file):
+    """(test name, 'passed' | 'failed' | 'skipped', seconds) for each testcase of a CTest JUnit file."""
+    root = ET.parse(junit_file).getroot()
+    for case in root.iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None or case.get("status") == "fail":
+            result = "failed"
+        elif case.find("skipped") is not None or case.get("status") in ("notrun", "disabled"):
+            result = "skipped"
+        else:
+            result = "passed"
+        yield case.get("name"), result, float(case.get("time") or 0)
+
+
+def run_ctest(build, lab, junit_file):
+    # Failures are read from the JUnit file; ctest's own exit status only repeats them.
+    subprocess.run(["ctest", "--test-dir", str(build), "-L", f"^lab{lab}$", "-j2", "--output-junit", str(junit_file)],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--labs", default="all")
+    parser.add_argument("--json", dest="json_out")
+    parser.add_argument("--points", default=str(pathlib.Path(__file__).resolve().parent.parent / "tests/labs/points.json"))
+    parser.add_argument("--junit-dir")
+    args = parser.parse_args()
+    labs = parse_labs(args.labs)
+    default, special = load_points(args.points)
+    build = pathlib.Path(args.build)
+    if not args.junit_dir and not (build / "CTestTestfile.cmake").is_file():
+        fail_usage(f"--build {build}: not a configured build folder (run scripts/setup.sh first)")
+
+    report = {"date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "labs": []}
+    all_passed = True
+    with tempfile.TemporaryDirectory() as scratch:
+        for lab in labs:
+            if args.junit_dir:
+                junit = pathlib.Path(args.junit_dir) / f"lab{lab}.xml"
+            else:
+                junit = pathlib.Path(scratch) / f"lab{lab}.xml"
+                run_ctest(build, lab, junit)
+            tests = []
+            if junit.is_file():
+                for name, result, seconds in outcomes(junit):
+                    points = special.get(name, default)
+                    tests.append({"name": name, "result": result, "seconds": seconds, "points": points,
+                                  "earned": points if result == "passed" else 0})
+            graded = [t for t in tests if t["result"] != "skipped"]
+            entry = {"lab": lab, "tests": len(tests), "passed": sum(t["result"] == "passed" for t in tests),
+                     "failed": sum(t["result"] == "failed" for t in tests),
+                     "skipped": sum(t["result"] == "skipped" for t in tests),
+                     "points": sum(t["earned"] for t in tests), "possible": sum(t["points"] for t in graded),
+                     "results": tests}
+            all_passed &= entry["failed"] == 0 and len(graded) > 0
+            report["labs"].append(entry)
+
+    if labs == LABS:  # a misspelt name in the points file would silently earn the default
+        seen = {t["name"] for e in report["labs"] for t in e["results"]}
+        unknown = sorted(set(special) - seen)
+        if unknown and any(e["tests"] for e in report["labs"]):
+            fail_usage(f"--points {args.points}: no lab has a test named {unknown[0]!r}")
+    print("| lab | tests | passed | failed | skipped | points |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for e in report["labs"]:
+        note = "" if e["tests"] else " (no tests: is the lab built?)"
+        print(f"| {e['lab']}{note} | {e['tests']} | {e['passed']} | {e['failed']} | {e['skipped']} | "
+              f"{e['points']} / {e['possible']} |")
+    earned, possible = sum(e["points"] for e in report["labs"]), sum(e["possible"] for e in report["labs"])
+    print(f"\ntotal: {earned} / {possible} points" + ("" if all_passed else "; not every test passed"))
+    for e in report["labs"]:
+        for t in e["results"]:
+            if t["result"] == "failed":
+                print(f"failed: lab {e['lab']}: {t['name']}")
+    report.update(points=earned, possible=possible, all_passed=all_passed)
+    if args.json_out:
+        pathlib.Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n")
+        print(f"report: {args.json_out}")
+    return 0 if all_passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
