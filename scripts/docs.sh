@@ -1,12 +1,30 @@
 #!/usr/bin/env bash
-# Optional: builds the Doxygen HTML into build/docs/html.
+# Builds the course site: the lab chapters with their figures, the concept
+# pages, glossary and sources, and the API reference of engine/, as HTML in
+# OUT/html (default build/docs). Fails on any Doxygen warning, then checks
+# that every chapter and every figure it embeds made it into the site.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="$(mkdir -p "${1:-$root/build/docs}" && cd "${1:-$root/build/docs}" && pwd)"
 if ! command -v doxygen >/dev/null; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends doxygen >&2
 fi
-mkdir -p "$root/build/docs"
-cd "$root" && doxygen docs/Doxyfile
-echo "servelab: docs in $root/build/docs/html/index.html"
+python3 "$root/tools/make_site.py" "$root" "$out"
+# Debian's doxygen-awesome-css theme and MathJax where installed; Doxygen's own style and the MathJax CDN otherwise.
+css=/usr/share/doxygen-awesome-css/doxygen-awesome.css
+[ -f "$css" ] || css=""
+mathjax=https://cdn.jsdelivr.net/npm/mathjax@2
+if [ -d /usr/share/javascript/mathjax ]; then
+  mkdir -p "$out/html" && rm -rf "$out/html/mathjax" && cp -r /usr/share/javascript/mathjax "$out/html/mathjax"
+  mathjax=mathjax
+fi
+cd "$root"
+{ cat docs/Doxyfile
+  echo "OUTPUT_DIRECTORY = $out"
+  echo "INPUT = $out/pages engine"
+  echo "IMAGE_PATH = $out/pages/images"
+} | SERVELAB_DOXYGEN_CSS="$css" SERVELAB_MATHJAX="$mathjax" doxygen -
+python3 "$root/tools/check_site.py" "$root" "$out/html"
+echo "servelab: site in $out/html/index.html"

@@ -63,8 +63,8 @@ class Request {
   std::vector<std::int32_t> stop_token_ids; ///< finishing tokens
   Sampler sampler;                          ///< this request's sampling stream
   int num_computed_tokens = 0;              ///< leading tokens whose K/V are in the cache
-  RequestStatus status = RequestStatus::WAITING;
-  FinishReason finish_reason = FinishReason::NONE;
+  RequestStatus status = RequestStatus::WAITING;      ///< where the scheduler holds it
+  FinishReason finish_reason = FinishReason::NONE;    ///< why it finished; NONE while it runs
   int num_preemptions = 0;                  ///< times its KV was thrown away
   RequestTimes times;                       ///< timestamps
 

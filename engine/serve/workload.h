@@ -16,7 +16,7 @@
  *    {arrival_s 0.41, prompt_ids[310], max_tokens 77}, ... ]   sorted by arrival
  * @endverbatim
  *
- * Every random draw comes from SplitMix64 below, not from <random>: the C++
+ * Every random draw comes from SplitMix64 below, not from `<random>`: the C++
  * standard fixes the engines' output but not the distributions' algorithms,
  * so std::normal_distribution gives different numbers under libstdc++ and
  * libc++. Integer draws are therefore identical everywhere; the few
