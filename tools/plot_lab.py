@@ -40,25 +40,46 @@ def points(table, x, y):
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
+def label_points(ax, xs, ys, texts):
+    """Labels points, alternating below and above in x order, so that neighbours do not overlap."""
+    order = sorted(range(min(len(xs), len(ys), len(texts))), key=lambda k: xs[k])
+    for rank, k in enumerate(order):
+        ax.annotate(texts[k], (xs[k], ys[k]), fontsize=6, textcoords="offset points",
+                    xytext=(3, -9) if rank % 2 == 0 else (-12, 6))
+
+
 def draw_roofline(ax, spec, tables):
-    """Log-log roofline: each hardware's min(peak, I x bandwidth), then the measured points."""
+    """Log-log roofline: each hardware's min(peak, I x bandwidth) with its ridge, then the measured points
+    and, where the spec names them, reference steps placed on one roof."""
     roofs = tables[spec["roofs"]]
     points = tables[spec["table"]]
     xs = [x for x in column(points, spec["x"]) if x > 0]
     lo, hi = min(xs + [0.1]) / 2, max(xs + [1000]) * 2
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    roof_of = {}
     for row in roofs["rows"]:
-        name = row[roofs["columns"].index("hardware")]
-        peak = row[roofs["columns"].index("peak GFLOP/s")]
-        bw = row[roofs["columns"].index("bandwidth GB/s")]
-        line, = ax.plot(grid, [min(peak, i * bw) for i in grid], linewidth=1.2, label=f"{name} roof")
+        name = row[index(roofs, "hardware")]
+        peak = row[index(roofs, "peak GFLOP/s")]
+        bw = row[index(roofs, "bandwidth GB/s")]
+        roof_of[name] = (peak, bw)
+        line, = ax.plot(grid, [min(peak, i * bw) for i in grid], linewidth=1.2,
+                        label=f"{name} roof (ridge {peak / bw:.0f})")
         ax.axvline(peak / bw, color=line.get_color(), linestyle=":", linewidth=0.8)
-    labels = [r[points["columns"].index("point")] for r in points["rows"]] if "point" in points["columns"] else []
+    labels = [r[index(points, "point")] for r in points["rows"]] if "point" in points["columns"] else []
     for y in spec["y"]:
         ys = column(points, y)
         ax.scatter(xs[: len(ys)], ys, zorder=5, color="black", s=18, label="measured here")
-        for x, yv, text in zip(xs, ys, labels):
-            ax.annotate(text, (x, yv), fontsize=6, xytext=(3, -8), textcoords="offset points")
+        label_points(ax, xs[: len(ys)], ys, labels)
+    if spec.get("reference"):
+        ref, roof = tables[spec["reference"]], spec["reference_roof"]
+        if roof not in roof_of:
+            raise SystemExit(f"plot_lab.py: reference roof {roof!r} is not a row of table {spec['roofs']!r}")
+        peak, bw = roof_of[roof]
+        rx = [r[index(ref, "intensity [FLOP/B]")] for r in ref["rows"]]
+        ry = [min(peak, x * bw) for x in rx]
+        ax.scatter(rx, ry, zorder=6, facecolors="none", edgecolors="black", s=36,
+                   label=f"{ref['title']} on the {roof}")
+        label_points(ax, rx, ry, [r[index(ref, "step")] for r in ref["rows"]])
     ax.set_xscale("log")
     ax.set_yscale("log")
 
@@ -71,8 +92,9 @@ def draw(results_path):
         if spec["table"] not in tables:
             raise SystemExit(f"plot_lab.py: {results_path}: plot {spec['name']!r} needs missing table {spec['table']!r}")
         table = tables[spec["table"]]
-        fig, ax = plt.subplots(figsize=(7, 4.2))
-        if spec.get("kind") == "roofline":
+        roofline = spec.get("kind") == "roofline"
+        fig, ax = plt.subplots(figsize=(10, 4.8) if roofline else (7, 4.2))
+        if roofline:
             draw_roofline(ax, spec, tables)
         else:
             for y in spec["y"]:
@@ -84,7 +106,10 @@ def draw(results_path):
         if spec.get("logy"):
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+        if roofline:  # many roofs: the legend goes beside the plot, not over the points
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        else:
+            ax.legend(fontsize=7)
         settings = results["settings"]
         fig.text(0.01, 0.01, f"{settings.get('model', '')} | {machine['cpu']} | {machine['date_utc']} | "
                  f"commit {machine['git_commit']}", fontsize=7, color="gray")

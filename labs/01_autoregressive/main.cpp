@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     }
 
     report.add_plot({"step_time", "steps", "step", {"time [ms]"}, "Lab 01: step time without a KV cache",
-                     "generation step", "time [ms]", false, "line", ""});
+                     "generation step", "time [ms]", false, "line", "", "", ""});
     const double first = std::get<double>(steps.rows.front()[4]), last = std::get<double>(steps.rows.back()[4]);
     std::ostringstream v;
     v << std::fixed << std::setprecision(1) << "without a cache the step time grows " << last / first << "x, from "

@@ -221,14 +221,14 @@ int main(int argc, char** argv) {
     report.add_table(measured);
 
     report.add_plot({"generation_time", "kv_cache_speedup", "generated tokens", {"no cache [s]", "KV cache [s]"},
-                     "Lab 02: time to generate N tokens", "generated tokens", "seconds", false, "line", ""});
+                     "Lab 02: time to generate N tokens", "generated tokens", "seconds", false, "line", "", "", ""});
     Table per_step{"step_times", "Per-step time for " + std::to_string(n) + " new tokens", {"step", "no cache [ms]", "cache [ms]"},
                    {0, 3, 3}, {}, ""};
     for (int s = 1; s <= n; ++s)
       per_step.add_row({static_cast<long long>(s), steps_off[s - 1] * 1e3, steps_on[s - 1] * 1e3});
     report.add_table(per_step, /*print=*/false);
     report.add_plot({"step_time", "step_times", "step", {"no cache [ms]", "cache [ms]"},
-                     "Lab 02: step time, recompute vs KV cache", "generation step", "time [ms]", true, "line", ""});
+                     "Lab 02: step time, recompute vs KV cache", "generation step", "time [ms]", true, "line", "", "", ""});
 
     std::ostringstream v;
     v << std::fixed << std::setprecision(1) << "the KV cache gives the same tokens and is "

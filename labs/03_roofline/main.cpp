@@ -275,7 +275,7 @@ int main(int argc, char** argv) {
 
     report.add_plot({"roofline", "measured_points", "intensity [FLOP/B]", {"achieved GFLOP/s"},
                      "Lab 03: measured steps under the roofs", "arithmetic intensity [FLOP/byte]",
-                     "GFLOP/s", true, "roofline", "roofs"});
+                     "GFLOP/s", true, "roofline", "roofs", "seed_table", a100.name});
     const auto intensity_of = [&](std::size_t row) { return std::get<double>(points.rows[row][4]); };
     const double prefill_i = intensity_of(0), decode_1 = intensity_of(prefill_lens.size()),
                  decode_n = intensity_of(points.rows.size() - 1);

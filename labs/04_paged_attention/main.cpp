@@ -313,13 +313,13 @@ int main(int argc, char** argv) {
     }
     report.add_table(timeline, /*print=*/false);
     report.add_plot({"timeline", "timeline", "step", {"running requests", "waiting requests"},
-                     "Lab 04: continuous batching, requests per step", "step", "requests", false, "line", ""});
+                     "Lab 04: continuous batching, requests per step", "step", "requests", false, "line", "", "", ""});
     report.add_plot({"timeline_blocks", "timeline", "step", {"tokens in step", "KV blocks used"},
-                     "Lab 04: continuous batching, tokens and KV blocks per step", "step", "count", true, "line", ""});
+                     "Lab 04: continuous batching, tokens and KV blocks per step", "step", "count", true, "line", "", "", ""});
     std::vector<std::string> layouts(memory_timeline.columns.begin() + 1, memory_timeline.columns.end());
     report.add_plot({"kv_memory", "kv_memory_timeline", "progress [%]", layouts,
                      "Lab 04: share of the KV budget holding real tokens", "progress through the workload [%]",
-                     "real KV [% of budget]", false, "line", ""});
+                     "real KV [% of budget]", false, "line", "", "", ""});
 
     const double ratio = cont.metrics.output_tokens_per_second / runs[0].metrics.output_tokens_per_second;
     const auto& paged16 = memory.rows[2];

@@ -271,9 +271,9 @@ int main(int argc, char** argv) {
     report.add_table(prefill_time, false);
     report.add_table(prefill_bytes, false);
     report.add_plot({"prefill_time", "prefill_time", "L", std::vector<std::string>(prefill_time.columns.begin() + 1, prefill_time.columns.end()),
-                     "Lab 05: causal prefill time against L", "L [tokens]", "time [ms]", true, "line", ""});
+                     "Lab 05: causal prefill time against L", "L [tokens]", "time [ms]", true, "line", "", "", ""});
     report.add_plot({"prefill_bytes", "prefill_bytes", "L", std::vector<std::string>(prefill_bytes.columns.begin() + 1, prefill_bytes.columns.end()),
-                     "Lab 05: bytes through main memory against L (counted)", "L [tokens]", "bytes [MiB]", true, "line", ""});
+                     "Lab 05: bytes through main memory against L (counted)", "L [tokens]", "bytes [MiB]", true, "line", "", "", ""});
 
     // 2. Head shapes of the presets at one L: blocked against flash.
     Table shapes{"head_shapes", "Blocked (v2) against flash (v3) on each preset's heads, L = " + std::to_string(shapes_len),
@@ -348,7 +348,7 @@ int main(int argc, char** argv) {
     report.add_table(decode);
     report.add_table(decode_time, false);
     report.add_plot({"decode_time", "decode_time", "context", {"one pass, 1 thread [us]", "one pass [us]", "split-K [us]"},
-                     "Lab 05: decode attention time against the context", "context [tokens]", "time [us]", true, "line", ""});
+                     "Lab 05: decode attention time against the context", "context [tokens]", "time [us]", true, "line", "", "", ""});
 
     // 4. Lab 04's serving run with flash on: the same greedy tokens in deterministic mode.
     LabOptions so = o;

@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
     report.add_table(hol_steps, /*print=*/false);
     std::vector<std::string> step_columns(hol_steps.columns.begin() + 1, hol_steps.columns.end());
     report.add_plot({"head_of_line", "head_of_line_steps", "step", step_columns,
-                     "Lab 06: step time when long prompts join the decodes", "step", "step time [ms]", true, "line", ""});
+                     "Lab 06: step time when long prompts join the decodes", "step", "step time [ms]", true, "line", "", "", ""});
 
     // 2. The budget sweep on a mixed workload, chunked.
     Table budget{"budget_sweep", "Token budget sweep, chunked prefill (" + std::to_string(workload.size()) + " requests)",
@@ -302,7 +302,7 @@ int main(int argc, char** argv) {
     report.add_table(budget);
     report.add_plot({"budget_sweep", "budget_sweep", "max_num_batched_tokens",
                      {"TTFT p50 [ms]", "TTFT p99 [ms]", "TPOT p99 [ms]", "ITL p99 [ms]"},
-                     "Lab 06: the token budget trades TTFT against TPOT", "max_num_batched_tokens", "ms", true, "line", ""});
+                     "Lab 06: the token budget trades TTFT against TPOT", "max_num_batched_tokens", "ms", true, "line", "", "", ""});
 
     // 3. The cost model, fitted to the head-of-line steps, checked on the sweep (held out), then run at GPU scale.
     ThreadPool pool(model->num_threads());
@@ -452,10 +452,10 @@ int main(int argc, char** argv) {
     report.add_table(rate_plot, /*print=*/false);
     report.add_plot({"rate_sweep_ttft", "rate_sweep_plot", "achieved [req/s]",
                      {plain_name + " TTFT p99", chunked_name + " TTFT p99", "TTFT SLO"},
-                     "Lab 06 (simulated): TTFT p99 against throughput", "achieved throughput [req/s]", "ms", true, "line", ""});
+                     "Lab 06 (simulated): TTFT p99 against throughput", "achieved throughput [req/s]", "ms", true, "line", "", "", ""});
     report.add_plot({"rate_sweep_tpot", "rate_sweep_plot", "achieved [req/s]",
                      {plain_name + " TPOT p99", chunked_name + " TPOT p99", "TPOT SLO"},
-                     "Lab 06 (simulated): TPOT p99 against throughput", "achieved throughput [req/s]", "ms", true, "line", ""});
+                     "Lab 06 (simulated): TPOT p99 against throughput", "achieved throughput [req/s]", "ms", true, "line", "", "", ""});
 
     // The simulator must not be what limits a sweep: one large sweep point, timed.
     WorkloadSpec big = gspec;

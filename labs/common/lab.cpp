@@ -84,12 +84,13 @@ void describe_run(Report& report, const Model& model, const LabOptions& o) {
 
 
 Progress::Progress(std::string label, long total)
-    : label_(std::move(label)), total_(std::max(1L, total)), enabled_(::isatty(STDERR_FILENO) != 0) {
+    : label_(std::move(label)), total_(std::max(1L, total)), terminal_(::isatty(STDERR_FILENO) != 0),
+      start_(now_seconds()) {
   draw();
 }
 
 Progress::~Progress() {
-  if (enabled_) std::cerr << "\r\033[K" << std::flush;
+  if (terminal_) std::cerr << "\r\033[K" << std::flush;
 }
 
 std::string human_bytes(double bytes) {
@@ -106,16 +107,23 @@ void Progress::advance(long units) {
   draw();
 }
 
-void Progress::draw() const {
-  if (!enabled_) return;
-  const int width = 30, filled = static_cast<int>(width * done_ / total_);
-  std::cerr << "\r" << label_ << " [" << std::string(filled, '#') << std::string(width - filled, '.') << "] "
-            << 100 * done_ / total_ << "%" << std::flush;
+void Progress::draw() {
+  const long percent = 100 * done_ / total_;
+  if (terminal_) {
+    const int width = 30, filled = static_cast<int>(width * done_ / total_);
+    std::cerr << "\r" << label_ << " [" << std::string(filled, '#') << std::string(width - filled, '.') << "] "
+              << percent << "%" << std::flush;
+    return;
+  }
+  // Piped or logged: a line per tenth, so a long run is never silent for minutes.
+  if (percent / 10 == last_tenth_) return;
+  last_tenth_ = percent / 10;
+  std::cerr << label_ << ": " << percent << "% after " << static_cast<long>(now_seconds() - start_) << " s\n" << std::flush;
 }
 
 void quick_timing(const CLI::App& app, LabOptions& o) {
   if (app.get_option("--repeats")->count() == 0) o.repeats = 1;
-  if (app.get_option("--warmup")->count() == 0) o.warmup = 0;
+  if (app.get_option("--warmup")->count() == 0) o.warmup = 1;  // a cold first point would make the plot fall as the work grows
 }
 
 int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {

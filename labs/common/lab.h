@@ -78,7 +78,7 @@ void describe_run(Report& report, const Model& model, const LabOptions& options)
 /// @p bytes in binary units with three significant digits, e.g. "268.0 MiB".
 std::string human_bytes(double bytes);
 
-/// A one-line progress bar on stderr, drawn only when stderr is a terminal.
+/// Progress on stderr: a bar redrawn in place on a terminal, else one line per tenth of the work (with elapsed seconds).
 class Progress {
  public:
   /// Starts a bar labelled @p label for @p total units of work.
@@ -90,14 +90,16 @@ class Progress {
   void advance(long units = 1);
 
  private:
-  void draw() const;
+  void draw();
   std::string label_;
   long total_, done_ = 0;
-  bool enabled_;
+  bool terminal_;        // a bar redrawn in place; otherwise a line per tenth
+  long last_tenth_ = -1; // the tenth last printed as a line
+  double start_;         // seconds, for the lines' elapsed time
 };
 
 /**
- * @brief --quick's timing: one timed run and no warm-up, except that an
+ * @brief --quick's timing: one warm-up and one timed run, except that an
  *        explicit --repeats or --warmup wins (the user asked for it).
  */
 void quick_timing(const CLI::App& app, LabOptions& options);

@@ -189,7 +189,7 @@ std::filesystem::path Report::save() const {
   for (const auto& p : plots_)
     j["plots"].push_back({{"name", p.name}, {"table", p.table}, {"x", p.x}, {"y", p.y}, {"title", p.title},
                           {"xlabel", p.xlabel}, {"ylabel", p.ylabel}, {"logy", p.logy}, {"kind", p.kind},
-                          {"roofs", p.roofs}});
+                          {"roofs", p.roofs}, {"reference", p.reference}, {"reference_roof", p.reference_roof}});
   j["verdict"] = verdict_;
   const auto path = dir_ / (lab_ + ".json");
   std::ofstream out(path);

@@ -60,6 +60,10 @@ struct PlotSpec {
   /// roofs listed in table @ref roofs (columns "hardware", "peak GFLOP/s", "bandwidth GB/s").
   std::string kind = "line";
   std::string roofs;                ///< roofline only: the table of roofs
+  /// roofline only: a table of reference steps (columns "step", "intensity [FLOP/B]") drawn on the roof
+  /// named @ref reference_roof, where they would run at the attainable rate (e.g. a source article's examples).
+  std::string reference;
+  std::string reference_roof;       ///< roofline only: the "hardware" row of @ref roofs the reference steps sit on
 };
 
 /// Collects one lab run's settings, tables and plots, prints them, and saves them.

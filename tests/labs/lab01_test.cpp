@@ -83,9 +83,9 @@ TEST_CASE("lab flag errors exit 1 with one error line", "[lab01]") {
 TEST_CASE("a --quick run keeps an explicit --repeats and --warmup", "[lab01]") {
   test::ScratchDir out("lab01-quick-repeats");
   const auto quick = test::run_lab_quick(LAB01_EXE, "01_autoregressive", out.path());
-  CHECK(quick.results["settings"]["timing"].get<std::string>().starts_with("0 warm-up + 1 timed runs"));
-  const auto explicit_timing = test::run_lab_quick(LAB01_EXE, "01_autoregressive", out.path(), "--repeats 2 --warmup 1");
-  CHECK(explicit_timing.results["settings"]["timing"].get<std::string>().starts_with("1 warm-up + 2 timed runs"));
+  CHECK(quick.results["settings"]["timing"].get<std::string>().starts_with("1 warm-up + 1 timed runs"));
+  const auto explicit_timing = test::run_lab_quick(LAB01_EXE, "01_autoregressive", out.path(), "--repeats 2 --warmup 0");
+  CHECK(explicit_timing.results["settings"]["timing"].get<std::string>().starts_with("0 warm-up + 2 timed runs"));
 }
 
 TEST_CASE("lab 01 with a model folder that has a tokenizer.json uses the article's prompt and prints text", "[lab01]") {
