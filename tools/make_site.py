@@ -64,7 +64,7 @@ def main(root, out):
         body = "\n".join(text.splitlines()[1:])
         body = HEADER.sub(header, IMAGE.sub(image, body))
         (pages / f"{label}.md").write_text(f"# {title} {{#{label}}}\n{body}\n")
-        ladder.append(f"| {num} | @ref {label} | `ctest --test-dir build -L {label}` |")
+        ladder.append(f"| {num} | @subpage {label} | `ctest --test-dir build -L {label}` |")
 
     main_page = (root / "docs" / "mainpage.md").read_text()
     if "<!-- site:ladder -->" not in main_page:
