@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
                  "no cache min/max [s]", "KV cache min/max [s]", "same tokens", "article: no cache [s]",
                  "article: KV cache [s]", "article: speedup"},
                 {0, 3, 3, 2, 1, 1, 0, 0, 0, 2, 2, 2}, {}, ""};
-    // Seed 000's own table (qwen2.5-1.5b on a GPU, fp16), printed beside ours row by row.
+    // The KV cache article's own table (qwen2.5-1.5b on a GPU, fp16), printed beside ours row by row.
     const std::map<int, std::pair<double, double>> article = {
         {20, {1.938, 1.433}}, {50, {2.202, 2.228}}, {100, {4.528, 4.110}}, {200, {9.226, 8.249}}, {400, {24.924, 16.141}}};
     std::vector<GenerateResult> longest_off, longest_on;
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
       longest_on = std::move(on);
     }
     bar.reset();
-    speed.note = std::string("Times include prefill. The article's columns are seed 000's measurements "
+    speed.note = std::string("Times include prefill. The article's columns are the KV cache article's measurements "
                              "(qwen2.5-1.5b, fp16, a GPU), not this machine's. ") +
                  (fast_reductions ? "Both paths used OpenBLAS reductions; their tokens were checked equal"
                                   : "Both paths use deterministic reductions, so equal tokens are guaranteed by "
@@ -194,8 +194,8 @@ int main(int argc, char** argv) {
                         human_bytes(kv_cache_bytes(v, 8192, 16, DType::BF16)),
                         human_bytes(kv_cache_bytes(v, 2048, 1, DType::F32))});
       }
-    memory.note = "The published models use GQA (Qwen2.5: 2 KV heads, Llama 3: 8). Seed 001 (prefill and decode as "
-                  "two workloads) quotes Llama-3-8B at 2048 tokens ≈ 270 MB and 70B ≈ 670 MB: " +
+    memory.note = "The published models use GQA (Qwen2.5: 2 KV heads, Llama 3: 8). The prefill/decode article quotes "
+                  "Llama-3-8B at 2048 tokens ≈ 270 MB and 70B ≈ 670 MB: " +
                   std::to_string(kv_cache_bytes(preset("llama-3-8b"), 2048, 1, DType::BF16)) + " and " +
                   std::to_string(kv_cache_bytes(preset("llama-3-70b"), 2048, 1, DType::BF16)) + " bytes here.";
     report.add_table(memory);

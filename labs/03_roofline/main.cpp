@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
     Report report("03_roofline", o.out);
     const Hardware& a100 = gpu("A100 80GB SXM");
 
-    // 1. Seed 001's table: one hidden-4096 projection in fp16.
-    Table seed = work_table("seed_table", "One 4096 x 4096 projection in fp16 (seed 001's table)");
+    // 1. The prefill/decode article's table: one hidden-4096 projection in fp16.
+    Table seed = work_table("seed_table", "One 4096 x 4096 projection in fp16 (the prefill/decode article's table)");
     const std::pair<const char*, int> seed_rows[] = {
         {"prefill, seqlen 512", 512}, {"prefill, seqlen 1024", 1024}, {"decode, batch 1", 1}, {"decode, batch 32", 32}};
     for (auto [step, M] : seed_rows) add_work_row(seed, step, gemm_work(M, 4096, 4096, DType::F16, DType::F16), a100.ridge());
@@ -240,9 +240,9 @@ int main(int argc, char** argv) {
     // 7. The article's puzzle: why a GPU barely noticed the recomputation.
     const ModelConfig qwen15 = preset("qwen2.5-1.5b");
     const int kPrompt = 29;  // the article's prompt in Qwen2.5's tokenizer (lab 02)
-    const double article_on = 16.141, article_off = 24.924;  // seed 000: 400 tokens with and without the cache, s
+    const double article_on = 16.141, article_off = 24.924;  // the KV cache article: 400 tokens with and without the cache, s
     Table puzzle{"kv_cache_puzzle",
-                 "Seed 000's experiment predicted: qwen2.5-1.5b, 29-token prompt, 400 new tokens, fp16",
+                 "The KV cache article's experiment predicted: qwen2.5-1.5b, 29-token prompt, 400 new tokens, fp16",
                  {"machine", "per-step overhead [ms]", "no cache [s]", "KV cache [s]", "speedup", "kind"},
                  {0, 1, 2, 2, 2, 0}, {}, ""};
     auto puzzle_row = [&](const CostModel& m, const StepDtypes& d, const std::string& kind) {

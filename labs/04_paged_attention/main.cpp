@@ -31,11 +31,11 @@ using namespace servelab::lab;
 
 namespace {
 
-// Seed 000 §4-1's requests A, B and C, then D arriving after B finished: contiguous first fit vs blocks.
+// The KV cache article §4-1's requests A, B and C, then D arriving after B finished: contiguous first fit vs blocks.
 Table seed_example(int block_size) {
   const long capacity = 6200, a = 100, b = 1000, c = 5000, d = 1050;
   Table t{"seed_example",
-          "Seed 000's example: A = 100, B = 1,000, C = 5,000 tokens in room for 6,200; B finishes; D needs 1,050",
+          "The KV cache article's example: A = 100, B = 1,000, C = 5,000 tokens in room for 6,200; B finishes; D needs 1,050",
           {"layout", "free after B [tokens]", "largest free run [tokens]", "D needs [tokens]", "D fits"},
           {0, 0, 0, 0, 0}, {}, ""};
   ContiguousAllocator line(capacity);

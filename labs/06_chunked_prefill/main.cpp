@@ -6,7 +6,7 @@
  * With continuous batching (lab 04) a 2,048-token prompt joins a step beside
  * the running decodes, and that step lasts as long as the prefill: every
  * decoding request waits, and its TPOT p99 jumps (head-of-line blocking,
- * seed 001). Chunked prefill caps each step at max_num_batched_tokens,
+ * the prefill/decode article). Chunked prefill caps each step at max_num_batched_tokens,
  * decodes first, and feeds the prompt in chunks over several steps; the
  * chunks meet again in the KV cache. The lab measures the stall with and
  * without chunks, then sweeps the budget on a mixed workload.
@@ -260,7 +260,7 @@ int main(int argc, char** argv) {
       for (const auto& run : step_ms) row.push_back(s < run.size() ? Cell{run[s]} : Cell{std::string("")});
       hol_steps.add_row(row);
     }
-    hol.note = "The decoders' latencies (the long prompts' own requests excluded). Seed 001's 'TPOT p99' is the gap "
+    hol.note = "The decoders' latencies (the long prompts' own requests excluded). The prefill/decode article's 'TPOT p99' is the gap "
                "between two tokens of a request that is already answering: vLLM calls that ITL, and keeps TPOT for "
                "each request's mean gap. 'Longest stall' is the largest gap: the step that carried the most prompt. "
                "Every configuration gave the same tokens (same hash).";
@@ -297,7 +297,7 @@ int main(int argc, char** argv) {
                       1e3 * m.tpot.p99, 1e3 * m.itl.p99, m.output_tokens_per_second, m.requests_per_second, m.goodput,
                       100.0 * m.num_meeting_slo / m.num_requests, token_hash(run.all_tokens)});
     }
-    budget.note = "Seed 001's guide: 512-2,048 for a stable TPOT p99, 4,096-8,192 for TTFT, 8,192 and up for prefill "
+    budget.note = "The prefill/decode article's guide: 512-2,048 for a stable TPOT p99, 4,096-8,192 for TTFT, 8,192 and up for prefill "
                   "throughput (on a GPU). Every budget gives the same tokens.";
     report.add_table(budget);
     report.add_plot({"budget_sweep", "budget_sweep", "max_num_batched_tokens",
@@ -476,7 +476,7 @@ int main(int argc, char** argv) {
     std::ostringstream v;
     v << std::fixed << std::setprecision(1) << long_prompt << "-token prompts stall the decodes for up to "
       << stall_without << " ms without chunks and " << stall_with << " ms " << std::get<std::string>(hol.rows.back()[0])
-      << "; the decoders' token-gap p99 (seed 001's TPOT p99) " << p99_without << " -> " << p99_with
+      << "; the decoders' token-gap p99 (the prefill/decode article's TPOT p99) " << p99_without << " -> " << p99_with
       << " ms, with the same tokens.";
     const std::string verdict = v.str();
     report.verdict(verdict);

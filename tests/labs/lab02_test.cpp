@@ -47,7 +47,7 @@ TEST_CASE("KV bytes: the formula equals what the cache allocates (MHA, GQA, MQA)
 }
 
 TEST_CASE("the seed's KV sizes: Llama-3-8B and 70B at 2048 tokens in bf16", "[lab02]") {
-  // Seed 001 quotes about 270 MB and about 670 MB.
+  // The prefill/decode article quotes about 270 MB and about 670 MB.
   CHECK(kv_cache_bytes(preset("llama-3-8b"), 2048, 1, DType::BF16) == 268435456);
   CHECK(kv_cache_bytes(preset("llama-3-70b"), 2048, 1, DType::BF16) == 671088640);
   // Qwen2.5-0.5B: 2 * 24 layers * 2 kv heads * 64 * 2 bytes = 12 KiB per token.

@@ -15,7 +15,7 @@
 
 using namespace servelab;
 
-TEST_CASE("seed 001's table: a 4096 projection in fp16 at 410 / 683 / 1 / 32 FLOP per byte", "[lab03]") {
+TEST_CASE("the prefill/decode article's table: a 4096 projection in fp16 at 410 / 683 / 1 / 32 FLOP per byte", "[lab03]") {
   auto intensity = [](int M) { return gemm_work(M, 4096, 4096, DType::F16, DType::F16).intensity(); };
   CHECK(intensity(512) == Approx(409.6));    // ~410
   CHECK(intensity(1024) == Approx(682.67).epsilon(1e-4));  // ~683 (the seed rounds to ~680)
