@@ -72,6 +72,7 @@ void flash_add_key_tile(FlashRows& acc, const float* q, int ldq, const KVView& k
       continue;
     }
     SoftmaxState& st = acc.state[static_cast<std::size_t>(r)];
+    // BEGIN LAB05 SOLUTION: flash_add_key_tile, the online softmax: new running max, rescale, running sum, rescaled output plus P·V
     const float m_new = std::max(st.max, *std::max_element(p, p + seen));
     const float rescale = std::exp(st.max - m_new);  // 0 for the row's first tile (m = -inf)
     float sum = 0.0f;
@@ -87,6 +88,7 @@ void flash_add_key_tile(FlashRows& acc, const float* q, int ldq, const KVView& k
         const float* v = kv.value(t0 + j) + off;
         for (int d = 0; d < D; ++d) o[d] += p[j] * v[d];
       }
+    // END LAB05 SOLUTION
   }
   // Õ += P·V_tile (line 10), one sgemm per contiguous run of the tile.
   if (!exact)

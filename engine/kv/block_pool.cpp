@@ -15,6 +15,7 @@ BlockPool::BlockPool(int num_blocks) {
 
 std::vector<std::int32_t> BlockPool::get_new_blocks(int n) {
   check(n >= 0 && n <= num_free_blocks(), "block pool: asked for ", n, " blocks but ", num_free_blocks(), " are free");
+  // BEGIN LAB04 SOLUTION: BlockPool::get_new_blocks
   std::vector<std::int32_t> out;
   out.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -24,9 +25,11 @@ std::vector<std::int32_t> BlockPool::get_new_blocks(int n) {
     out.push_back(id);
   }
   return out;
+  // END LAB04 SOLUTION
 }
 
 void BlockPool::free_blocks(std::span<const std::int32_t> block_ids) {
+  // BEGIN LAB04 SOLUTION: BlockPool::free_blocks
   // All or nothing: check every id before changing any count.
   for (std::int32_t id : block_ids) {
     check(id >= 0 && id < num_blocks(), "block pool: block ", id, " out of range [0, ", num_blocks(), ")");
@@ -36,6 +39,7 @@ void BlockPool::free_blocks(std::span<const std::int32_t> block_ids) {
     KVCacheBlock& b = blocks_[static_cast<std::size_t>(id)];
     if (--b.ref_cnt == 0) free_block_queue_.push_back(id);
   }
+  // END LAB04 SOLUTION
 }
 
 const KVCacheBlock& BlockPool::block(std::int32_t block_id) const {

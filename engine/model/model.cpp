@@ -235,11 +235,13 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
     rope(ctx_, k, positions.data(), T, c.num_key_value_heads, c.head_dim, inv_freq_.data());
     for (std::size_t i = 0; i < seqs.size(); ++i) {
       seqs[i].kv = cache.view(l, batch.seqs[i].block_table);
+      // BEGIN LAB02 SOLUTION: Model::forward writes each new token's K and V rows into the cache
       for (int j = 0; j < seqs[i].num_new_tokens; ++j) {
         const std::size_t r = static_cast<std::size_t>(seqs[i].first_row + j) * KV;
         std::memcpy(seqs[i].kv.key(seqs[i].num_computed_tokens + j), k + r, sizeof(float) * KV);
         std::memcpy(seqs[i].kv.value(seqs[i].num_computed_tokens + j), v + r, sizeof(float) * KV);
       }
+      // END LAB02 SOLUTION
     }
     attention(ctx_, options_.attention, attn, q, seqs, shape);
     matmul(ctx_, proj, attn, w.o_proj, T);

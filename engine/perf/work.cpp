@@ -14,9 +14,11 @@ double attention_flops(const ModelConfig& c, std::int64_t cached_tokens, std::in
 }
 
 std::uint64_t kv_cache_bytes(const ModelConfig& c, std::int64_t context_len, std::int64_t batch, DType dtype) {
+  // BEGIN LAB02 SOLUTION: kv_cache_bytes (2 x layers x KV heads x head_dim x tokens x sequences x bytes per element)
   return 2ull * static_cast<std::uint64_t>(c.num_hidden_layers) * static_cast<std::uint64_t>(c.num_key_value_heads) *
          static_cast<std::uint64_t>(c.head_dim) * static_cast<std::uint64_t>(context_len) *
          static_cast<std::uint64_t>(batch) * dtype_size(dtype);
+  // END LAB02 SOLUTION
 }
 
 std::uint64_t decode_weight_bytes(const ModelConfig& c, DType weight_dtype) {
@@ -29,10 +31,12 @@ std::uint64_t decode_weight_bytes(const ModelConfig& c, DType weight_dtype) {
 
 Work gemm_work(std::int64_t M, std::int64_t N, std::int64_t K, DType weights, DType activations) {
   Work w;
+  // BEGIN LAB03 SOLUTION: gemm_work (FLOPs and bytes of out[M, N] = x[M, K] W[N, K]^T)
   w.flops = 2.0 * M * N * K;
   w.weight_bytes = static_cast<double>(N) * K * dtype_size(weights);
   w.act_read = static_cast<double>(M) * K * dtype_size(activations);
   w.act_written = static_cast<double>(M) * N * dtype_size(activations);
+  // END LAB03 SOLUTION
   return w;
 }
 

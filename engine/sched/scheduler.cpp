@@ -70,9 +70,11 @@ SchedulerOutput Scheduler::schedule() {
   // Tokens a request with `uncomputed` tokens gets in this step; 0 = none this step.
   const auto tokens_for = [&](int uncomputed) {
     if (config_.enable_chunked_prefill) {
+      // BEGIN LAB06 SOLUTION: Scheduler::schedule, the chunk of a request within the token budget (and --long-prefill-token-threshold)
       int n = std::min(uncomputed, budget);
       if (config_.long_prefill_token_threshold > 0) n = std::min(n, config_.long_prefill_token_threshold);
       return n;
+      // END LAB06 SOLUTION
     }
     // Whole requests only. One larger than the budget would never run: it may run alone.
     return uncomputed <= budget || out.scheduled.empty() ? uncomputed : 0;

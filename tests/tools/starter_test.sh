@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The student starter tree (ctest starter.tree): made from the reference with the
+# last lab's solutions stubbed, it builds, that lab's tests fail, every earlier
+# lab's tests pass. Usage: starter_test.sh <repo root> <scratch dir>
+set -euo pipefail
+root=$1 work=$2
+rm -rf "$work" && mkdir -p "$work"
+last=$(python3 "$root/tools/make_starter.py" "$root" --list | awk '{print $2}' | sort -u | tail -1)
+python3 "$root/tools/make_starter.py" "$root" "$work/tree" --labs "$last"
+cmake -S "$work/tree" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DSERVELAB_CUDA=OFF -DSERVELAB_WERROR=OFF >/dev/null
+targets=()
+for lab in "$work"/tree/labs/[0-9][0-9]_*/; do
+  name=$(basename "$lab")
+  targets+=("lab_$name" "lab${name:0:2}_tests")
+done
+cmake --build "$work/build" -j2 --target "${targets[@]}" >/dev/null
+status=0
+python3 "$root/tools/grade.py" --build "$work/build" --json "$work/grade.json" || status=$?
+python3 - "$work/grade.json" "$last" "$status" <<'PY'
+import json, sys
+report, last, status = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
+problems = []
+for lab in report["labs"]:
+    if lab["lab"] < last and (lab["failed"] or not lab["passed"]):
+        problems.append(f"lab {lab['lab']} (before the stubbed lab {last}) has {lab['failed']} failing test(s)")
+    if lab["lab"] == last and not lab["failed"]:
+        problems.append(f"lab {last}'s solutions are stubbed, yet none of its tests failed")
+if status != 1:
+    problems.append(f"grade.py exited {status}, expected 1 (a lab failing)")
+for p in problems:
+    print("starter_test:", p)
+print(f"starter_test: stubbed lab {last}; {len(problems)} problem(s)")
+sys.exit(1 if problems else 0)
+PY
