@@ -1,8 +1,11 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -76,6 +79,29 @@ struct Reply {
 };
 
 std::string sse(const json& event) { return "data: " + event.dump() + "\n\n"; }
+
+// cpp-httplib 0.11 listens with a backlog of 5 connections, compiled into Debian's library:
+// a burst of 32 clients overflows it and some see their connection dropped before any reply
+// (tests/server: the bounded load). Linux lets listen() on a listening socket change the
+// backlog, so the server's socket (found by its port; the library does not expose it) is
+// given the system's maximum, as uvicorn's 2048 does for vLLM.
+void widen_listen_backlog(int port) {
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  const int max_fd = static_cast<int>(std::min<rlim_t>(limit.rlim_cur, 65536));
+  for (int fd = 0; fd < max_fd; ++fd) {
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
+    sockaddr_storage addr{};
+    socklen_t addr_len = sizeof addr;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0) continue;
+    const int fd_port = addr.ss_family == AF_INET    ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
+                        : addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                                     : -1;
+    if (fd_port == port) listen(fd, SOMAXCONN);
+  }
+}
 
 }  // namespace
 
@@ -263,6 +289,7 @@ int OpenAIServer::start() {
   const int port = c.port == 0 ? impl_->http.bind_to_any_port(c.host)
                                : (impl_->http.bind_to_port(c.host, c.port) ? c.port : -1);
   check(port > 0, "--host ", c.host, " --port ", c.port, ": cannot listen there (address in use, or not this machine's)");
+  widen_listen_backlog(port);
   impl_->listener = std::thread([this] {
     // A client that leaves makes the next write raise SIGPIPE; blocked here, the handler
     // threads cpp-httplib starts from this thread inherit the mask and see EPIPE instead.
@@ -272,7 +299,16 @@ int OpenAIServer::start() {
     pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
     impl_->http.listen_after_bind();
   });
-  return port;
+  // Return once a request is answered: cpp-httplib's accept queue holds only a few connections
+  // (backlog 5) until its handler threads exist, and a burst in that window meets closed sockets.
+  const std::string probe_host = c.host == "0.0.0.0" ? "127.0.0.1" : c.host == "::" ? "::1" : c.host;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    httplib::Client probe(probe_host, port);
+    probe.set_connection_timeout(0, 100'000);
+    if (const auto res = probe.Get("/health"); res && res->status == 200) return port;
+    std::this_thread::sleep_for(50ms);
+  }
+  fail("--host ", c.host, " --port ", port, ": the server did not answer /health within 5 s");
 }
 
 void OpenAIServer::stop() {
