@@ -54,11 +54,12 @@ std::shared_ptr<RequestStream> EngineLoop::submit(EngineRequest request) {
   return stream;
 }
 
-void EngineLoop::abort(RequestStream& stream) {
+void EngineLoop::abort(RequestStream& stream, FinishReason reason) {
   {
     std::lock_guard lock(stream.mutex_);
-    if (stream.finished_) return;
+    if (stream.finished_ || stream.cancelled_) return;
     stream.cancelled_ = true;
+    stream.cancel_reason_ = reason;
   }
   std::lock_guard lock(mutex_);
   wake_ = true;
@@ -113,7 +114,7 @@ void EngineLoop::run() {
   }
   for (auto& s : active_) {
     engine_.abort_request(s->request_id_);
-    record_finished(engine_.request(s->request_id_));
+    record_finished(engine_.request(s->request_id_), FinishReason::ABORT);
     engine_.release_request(s->request_id_);
     finish_stream(*s, FinishReason::ABORT);
   }
@@ -133,7 +134,7 @@ void EngineLoop::admit_pending() {
       std::lock_guard lock(s.mutex_);
       if (s.cancelled_) {  // the client left before the engine saw the request
         s.finished_ = true;
-        s.finish_reason_ = FinishReason::ABORT;
+        s.finish_reason_ = s.cancel_reason_;
         s.changed_.notify_all();
         continue;
       }
@@ -158,15 +159,17 @@ void EngineLoop::admit_pending() {
 
 void EngineLoop::abort_cancelled() {
   std::erase_if(active_, [&](const std::shared_ptr<RequestStream>& s) {
+    FinishReason reason;
     {
       std::lock_guard lock(s->mutex_);
       if (!s->cancelled_) return false;
+      reason = s->cancel_reason_;
     }
     // Engine::abort_request frees the request's blocks now; the request is then forgotten.
     engine_.abort_request(s->request_id_);
-    record_finished(engine_.request(s->request_id_));
+    record_finished(engine_.request(s->request_id_), reason);
     engine_.release_request(s->request_id_);
-    finish_stream(*s, FinishReason::ABORT);
+    finish_stream(*s, reason);
     return true;
   });
 }
@@ -183,7 +186,7 @@ void EngineLoop::deliver(const std::vector<RequestOutput>& outputs) {
       s->changed_.notify_all();
     }
     if (out.finish_reason == FinishReason::NONE) continue;
-    record_finished(engine_.request(out.request_id));
+    record_finished(engine_.request(out.request_id), out.finish_reason);
     engine_.release_request(out.request_id);
     finish_stream(*s, out.finish_reason);
     active_.erase(it);
@@ -197,12 +200,11 @@ void EngineLoop::finish_stream(RequestStream& s, FinishReason reason) {
   s.changed_.notify_all();
 }
 
-void EngineLoop::record_finished(const Request& r) {
+void EngineLoop::record_finished(const Request& r, FinishReason reason) {
   std::lock_guard lock(mutex_);
   metrics_.prompt_tokens += static_cast<std::uint64_t>(r.num_prompt_tokens());
   metrics_.generation_tokens += static_cast<std::uint64_t>(r.num_output_tokens());
-  const std::size_t reason = r.finish_reason == FinishReason::STOP ? 0 : r.finish_reason == FinishReason::LENGTH ? 1 : 2;
-  ++metrics_.finished[reason];
+  ++metrics_.finished[reason == FinishReason::STOP ? 0 : reason == FinishReason::LENGTH ? 1 : 2];
   if (r.times.token_times.empty() || r.times.first_scheduled < 0) return;  // aborted before its first token
   const RequestMetrics m = RequestMetrics::from(r.times);
   metrics_.ttft.observe(m.ttft);

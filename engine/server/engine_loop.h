@@ -67,6 +67,7 @@ class RequestStream {
   std::vector<std::int32_t> tokens_;  // [output tokens so far]
   std::size_t taken_ = 0;             // tokens_ already returned by next()
   bool admitted_ = false, admission_reported_ = false, finished_ = false, cancelled_ = false;
+  FinishReason cancel_reason_ = FinishReason::ABORT;  // why it was cancelled (STOP: a stop string matched)
   FinishReason finish_reason_ = FinishReason::NONE;
   std::string error_;
   int request_id_ = -1;               // the engine's id once admitted (engine-loop thread only)
@@ -96,8 +97,11 @@ class EngineLoop {
    *         After shutdown() the stream is already finished with an error.
    */
   std::shared_ptr<RequestStream> submit(EngineRequest request);
-  /// Aborts @p stream's request (its KV blocks are freed before the next step); harmless once finished.
-  void abort(RequestStream& stream);
+  /**
+   * @brief Aborts @p stream's request (its KV blocks are freed before the next step); harmless once finished.
+   * @param reason what the metrics count it as: ABORT for a client that left, STOP for a stop string.
+   */
+  void abort(RequestStream& stream, FinishReason reason = FinishReason::ABORT);
   /// Aborts every request, queued or running, and refuses new ones; then joins the loop thread. Idempotent.
   void shutdown();
   /// The Prometheus text of the server's metrics (serve/prometheus.h).
@@ -111,7 +115,7 @@ class EngineLoop {
   void abort_cancelled();
   void deliver(const std::vector<RequestOutput>& outputs);
   void finish_stream(RequestStream& stream, FinishReason reason);
-  void record_finished(const Request& request);
+  void record_finished(const Request& request, FinishReason reason);
   void update_gauges();
 
   Engine& engine_;

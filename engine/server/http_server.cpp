@@ -53,7 +53,7 @@ struct Reply {
       pieces.push_back({text.push(id), {id}});
       ++usage.completion_tokens;
       if (text.stopped()) {
-        loop.abort(*stream);  // frees the blocks; the reply is over whatever the engine does next
+        loop.abort(*stream, FinishReason::STOP);  // frees the blocks; the reply is over whatever the engine does next
         finish_reason = "stop";
         return true;
       }

@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 
+#include <cctype>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -145,6 +146,36 @@ TEST_CASE("streamed text equals non-streamed text equals generate()", "[server]"
   CHECK((*s.usage)["completion_tokens"] == ref.output_ids.size());
   CHECK((*s.usage)["prompt_tokens"] == prompt_ids.size());
   CHECK(w["usage"] == *s.usage);
+}
+
+TEST_CASE("a stop string ends the reply before it, with finish_reason stop, streamed or not", "[server]") {
+  LiveServer live;
+  const json plain = {{"prompt", json::array({1, 2, 3})}, {"max_tokens", 40}, {"temperature", 0}, {"ignore_eos", true}};
+  const auto full = live.post("/v1/completions", plain.dump());
+  REQUIRE(full);
+  const std::string text = json::parse(full->body)["choices"][0]["text"];
+  // The first ASCII letter or digit after the start of the reply is the stop string.
+  std::size_t at = 1;
+  while (at < text.size() && !std::isalnum(static_cast<unsigned char>(text[at]))) ++at;
+  REQUIRE(at < text.size());
+  const std::string stop(1, text[at]);
+  const std::string expected = text.substr(0, text.find(stop));
+  json with_stop = plain;
+  with_stop["stop"] = json::array({stop, "never in the reply"});
+  const json whole = json::parse(live.post("/v1/completions", with_stop.dump())->body);
+  CHECK(whole["choices"][0]["text"] == expected);
+  CHECK(whole["choices"][0]["finish_reason"] == "stop");
+  CHECK(whole["usage"]["completion_tokens"] < 40);
+  with_stop["stream"] = true;
+  const auto stream = live.post("/v1/completions", with_stop.dump());
+  REQUIRE(stream);
+  const Streamed s = parse_sse(stream->body, false);
+  CHECK(s.text == expected);
+  CHECK(s.finish_reason == "stop");
+  CHECK(s.done);
+  CHECK(live.all_blocks_returned());
+  // (/metrics counts such a request as "stop" only when the handler's abort reaches the engine
+  // before the engine finishes it on its own: stop strings are matched on the handler's text.)
 }
 
 TEST_CASE("a chat reply is the chat template's prompt answered, streamed or not", "[server]") {
