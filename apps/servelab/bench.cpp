@@ -56,13 +56,17 @@ ServerModel ask_server(const BenchConfig& c) {
 }
 
 int run_bench_serve(BenchArgs& a) {
+  // Flag mistakes first, before the server is asked anything.
+  BenchLabels labels;
+  labels.request_rate = a.request_rate;
+  labels.goodput = parse_goodput(a.goodput);
+  check(a.num_prompts >= 1, "--num-prompts must be >= 1, got ", a.num_prompts);
   const ServerModel server = ask_server(a.client);
   if (a.given_model) {
     const std::string mine = a.engine.model_dir.empty() ? a.engine.preset : a.engine.model_dir;
     check(mine == server.name, "--model/--preset '", mine, "' is not the model the server serves ('", server.name, "')");
   }
   a.client.model = server.name;
-  check(a.num_prompts >= 1, "--num-prompts must be >= 1, got ", a.num_prompts);
   WorkloadSpec spec;
   spec.num_requests = a.dataset_path.empty() ? a.num_prompts : 0;
   spec.prompt_len = parse_length_dist(a.prompt_len, LengthRole::prompt, "--prompt-len-dist");
@@ -77,9 +81,6 @@ int run_bench_serve(BenchArgs& a) {
             << (a.client.max_concurrency ? std::to_string(a.client.max_concurrency) : "none") << ", model "
             << server.name << "\n";
 
-  BenchLabels labels;
-  labels.request_rate = a.request_rate;
-  labels.goodput = parse_goodput(a.goodput);
   const int total = static_cast<int>(workload.size());
   const BenchResult result = run_bench(workload, a.client, [total](int done, int) {
     if (done == total || done % std::max(1, total / 10) == 0) std::cerr << "bench serve: " << done << "/" << total << " done\n";
