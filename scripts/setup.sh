@@ -31,6 +31,16 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
+# The server's openai-package test (tests/server/openai_test.sh) runs the `openai` client from
+# PyPI in .venv; CI makes it, elsewhere SERVELAB_OPENAI_VENV=1 asks for it (the test SKIPs without it).
+if [ "${CI:-}" = "true" ] || [ "${SERVELAB_OPENAI_VENV:-}" = "1" ]; then
+  if [ ! -x "$root/.venv/bin/python" ] || ! "$root/.venv/bin/python" -c 'import openai' 2> /dev/null; then
+    python3 -m venv "$root/.venv" >&2
+    "$root/.venv/bin/pip" install -q 'openai>=1.40' >&2 ||
+      echo "servelab: pip could not install openai; the server.openai_package test will SKIP" >&2
+  fi
+fi
+
 # CI builds with warnings as errors; a user's build does not stop on a new compiler's warning.
 werror=OFF
 [ "${CI:-}" = "true" ] && werror=ON

@@ -5,6 +5,8 @@
  *   servelab generate [--preset NAME | --model DIR] [--prompt TEXT | --chat MESSAGE | --prompt-ids 1,2,3 | --prompt-len N] ...
  *   servelab tokenize (--model DIR | --tokenizer FILE) (--text TEXT | --file F)
  *   servelab presets
+ *   servelab serve (--preset NAME | --model DIR) [--host H] [--port N] [engine flags]   (serve.cpp)
+ *   servelab bench serve [--host H] [--port N] [--request-rate R] [--max-concurrency C] ...   (bench.cpp)
  *
  * Results go to stdout, diagnostics to stderr; any bad input prints one
  * `servelab: error: ...` line and exits with status 1 before any output.
@@ -37,6 +39,7 @@
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/pretrained.h"
 #include "tokenizer/utf8.h"
+#include "serve.h"
 
 namespace {
 
@@ -384,6 +387,10 @@ int main(int argc, char** argv) {
   tokenize->add_flag("--no-special-tokens", t.no_special_tokens,
                      "do not add the post-processor's tokens (Llama 3's <|begin_of_text|>)");
   auto* presets = app.add_subcommand("presets", "list the named model shapes");
+  CLI::App* serve = nullptr;
+  CLI::App* bench_serve = nullptr;
+  const auto run_serve = servelab::cli::add_serve_command(app, serve);
+  const auto run_bench_serve = servelab::cli::add_bench_command(app, bench_serve);
 
   try {
     app.parse(argc, argv);
@@ -399,6 +406,8 @@ int main(int argc, char** argv) {
     if (gen->parsed()) return run_generate(g);
     if (tokenize->parsed()) return run_tokenize(t);
     if (presets->parsed()) return run_presets();
+    if (serve->parsed()) return run_serve();
+    if (bench_serve->parsed()) return run_bench_serve();
   } catch (const Error& e) {
     std::cout.flush();
     std::cerr << "servelab: error: " << e.what() << "\n";

@@ -20,14 +20,20 @@ RequestMetrics RequestMetrics::from(const RequestTimes& t) {
 }
 
 ServingMetrics summarize_requests(const std::vector<const Request*>& requests, const SLO& slo) {
+  std::vector<const RequestTimes*> times;
+  for (const Request* r : requests) times.push_back(&r->times);
+  return summarize_times(times, slo);
+}
+
+ServingMetrics summarize_times(const std::vector<const RequestTimes*>& times, const SLO& slo) {
   ServingMetrics s;
   std::vector<double> ttft, tpot, itl, e2e;
   double first_arrival = 0, last_token = 0;
-  for (const Request* r : requests) {
-    if (r->times.token_times.empty()) continue;
-    const RequestMetrics m = RequestMetrics::from(r->times);
-    first_arrival = s.num_requests == 0 ? r->times.arrival : std::min(first_arrival, r->times.arrival);
-    last_token = s.num_requests == 0 ? r->times.token_times.back() : std::max(last_token, r->times.token_times.back());
+  for (const RequestTimes* t : times) {
+    if (t->token_times.empty()) continue;
+    const RequestMetrics m = RequestMetrics::from(*t);
+    first_arrival = s.num_requests == 0 ? t->arrival : std::min(first_arrival, t->arrival);
+    last_token = s.num_requests == 0 ? t->token_times.back() : std::max(last_token, t->token_times.back());
     ++s.num_requests;
     s.output_tokens += m.output_tokens;
     if ((slo.ttft <= 0 || m.ttft <= slo.ttft) && (slo.tpot <= 0 || m.tpot <= slo.tpot)) ++s.num_meeting_slo;

@@ -62,4 +62,11 @@ struct ServingMetrics {
  */
 ServingMetrics summarize_requests(const std::vector<const Request*>& requests, const SLO& slo = {});
 
+/**
+ * @brief Summarises requests by their timestamps alone (a benchmark client's
+ *        view, on its own clock); entries without an output token are skipped.
+ * @throws Error when none has an output token.
+ */
+ServingMetrics summarize_times(const std::vector<const RequestTimes*>& times, const SLO& slo = {});
+
 }  // namespace servelab

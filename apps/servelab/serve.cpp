@@ -1,0 +1,94 @@
+#include "serve.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "core/error.h"
+#include "engine_flags.h"
+#include "server/http_server.h"
+#include "tokenizer/pretrained.h"
+
+namespace servelab::cli {
+
+namespace {
+
+struct ServeArgs {
+  EngineFlags engine;
+  ServerConfig server;
+  std::string served_model_name;
+};
+
+int run_serve(const ServeArgs& a) {
+  // SIGINT and SIGTERM are taken by sigwait() below, not by a handler: blocked before any
+  // thread starts, so every thread inherits the mask and only the main thread sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::unique_ptr<Model> model = load_model(a.engine);
+  const ModelConfig& c = model->config();
+  ServedModel served;
+  served.name = !a.served_model_name.empty() ? a.served_model_name
+                : a.engine.model_dir.empty() ? a.engine.preset
+                                             : a.engine.model_dir;
+  served.vocab_size = c.vocab_size;
+  std::optional<Tokenizer> tokenizer;
+  if (!a.engine.model_dir.empty() && std::filesystem::exists(std::filesystem::path(a.engine.model_dir) / "tokenizer.json")) {
+    tokenizer.emplace(load_tokenizer(a.engine.model_dir));
+    check(tokenizer->vocab_size() <= c.vocab_size, tokenizer->source(), ": the tokenizer has ids up to ",
+          tokenizer->vocab_size() - 1, " but model ", c.name, " has vocab_size ", c.vocab_size);
+    served.tokenizer = &*tokenizer;
+    served.stop_token_ids = load_stop_token_ids(a.engine.model_dir, *tokenizer);
+    try {
+      served.chat_template = load_chat_template(a.engine.model_dir);
+    } catch (const Error& e) {
+      std::cerr << "servelab serve: no chat endpoint: " << e.what() << "\n";
+    }
+  }
+  Engine engine(*model, engine_config(a.engine));
+  served.max_model_len = engine.config().max_model_len;
+  EngineLoop loop(engine);
+  OpenAIServer server(loop, served, a.server);
+  const int port = server.start();
+  std::cerr << "servelab serve: model " << served.name << " (" << c.name << "), " << engine.num_blocks()
+            << " KV blocks of " << engine.config().block_size << " tokens, max_model_len " << served.max_model_len
+            << ", " << (served.tokenizer ? "text and token-id prompts" : "token-id prompts only (no tokenizer)")
+            << (served.chat_template ? ", chat" : "") << "\n";
+  // One line on stdout, so scripts can read the port --port 0 chose.
+  std::cout << "listening on http://" << a.server.host << ":" << port << std::endl;
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::cerr << "servelab serve: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
+            << ": aborting in-flight requests and stopping\n";
+  // Abort first: open streams then end with finish_reason "abort" and their handlers return, so stop() does not wait on them.
+  loop.shutdown();
+  server.stop();
+  const EngineLoopStats s = loop.stats();
+  std::cerr << "servelab serve: stopped; " << s.num_free_blocks << " of " << s.num_blocks << " KV blocks free\n";
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_serve_command(CLI::App& app, CLI::App*& command) {
+  auto a = std::make_shared<ServeArgs>();
+  command = app.add_subcommand("serve", "serve the model over an OpenAI-compatible HTTP API (streaming, /metrics)");
+  add_engine_flags(*command, a->engine);
+  command->add_option("--host", a->server.host, "address to listen on (loopback by default)")->capture_default_str();
+  command->add_option("--port", a->server.port, "port; 0 picks a free one and prints it")->capture_default_str();
+  command->add_option("--api-key", a->server.api_key, "require `Authorization: Bearer KEY` on /v1/*");
+  command->add_option("--served-model-name", a->served_model_name, "the name clients give as `model` (default: --model or --preset)");
+  command->add_option("--max-body-bytes", a->server.max_body_bytes, "largest request body; larger ones get 413")
+      ->capture_default_str();
+  return [a] { return run_serve(*a); };
+}
+
+}  // namespace servelab::cli

@@ -1,0 +1,77 @@
+/**
+ * @file http_server.h
+ * @brief The OpenAI-compatible HTTP front end (what `vllm serve` puts in
+ *        front of its engine), on cpp-httplib.
+ * @verbatim
+ *  POST /v1/completions        prompt (text or token ids) -> text   } stream: server-sent events,
+ *  POST /v1/chat/completions   messages -> chat template -> reply    }   data: {chunk} ... data: [DONE]
+ *  GET  /v1/models             the one served model
+ *  GET  /health                200 while serving
+ *  GET  /metrics               Prometheus text (server/prometheus.h)
+ * @endverbatim
+ * Each connection runs on one of cpp-httplib's handler threads; a handler
+ * checks the request (server/openai_protocol.h), tokenizes it, hands it to
+ * the engine loop (server/engine_loop.h) and writes tokens as they arrive.
+ * A streaming client that goes away is noticed at the next write (or when
+ * cpp-httplib drops the connection) and its request is aborted, which frees
+ * its KV blocks before the next step.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/engine_loop.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace servelab {
+
+/// How the server listens (vLLM's flag names).
+struct ServerConfig {
+  std::string host = "127.0.0.1";      ///< --host: loopback unless asked
+  int port = 8000;                     ///< --port: 0 = any free port (start() returns it)
+  std::string api_key;                 ///< --api-key: when set, /v1/* needs `Authorization: Bearer <key>`
+  std::size_t max_body_bytes = 1 << 20;  ///< larger request bodies get 413
+  int handler_threads = 128;           ///< concurrent connections served (each stream holds one thread)
+};
+
+/// What the server knows about the model besides the engine.
+struct ServedModel {
+  std::string name;                             ///< --served-model-name: what `model` must say
+  int vocab_size = 0;                           ///< token ids in a prompt lie in [0, vocab_size)
+  int max_model_len = 0;                        ///< prompt + max_tokens limit, tokens
+  const Tokenizer* tokenizer = nullptr;         ///< null: a synthetic preset, prompts and replies are token ids
+  std::optional<ChatTemplate> chat_template;    ///< /v1/chat/completions needs one
+  std::vector<std::int32_t> stop_token_ids;     ///< end-of-sequence ids (ignored with ignore_eos)
+};
+
+/// The HTTP server. Serves until stop(); the engine loop and the tokenizer must outlive it.
+class OpenAIServer {
+ public:
+  /// Sets up the routes; listens nothing yet.
+  OpenAIServer(EngineLoop& loop, ServedModel model, ServerConfig config);
+  /// stop().
+  ~OpenAIServer();
+  OpenAIServer(const OpenAIServer&) = delete;
+  OpenAIServer& operator=(const OpenAIServer&) = delete;
+
+  /**
+   * @brief Binds and starts serving on a thread of its own.
+   * @return the port it listens on (the chosen one when the config says 0).
+   * @throws Error naming --host and --port when the address cannot be bound.
+   */
+  int start();
+  /// Stops accepting connections and waits for the handlers. Streams still open end when the engine loop aborts them.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;  // keeps cpp-httplib out of this header
+};
+
+}  // namespace servelab

@@ -1,0 +1,358 @@
+// The server end to end on loopback, with the tiny chat fixture
+// (tests/fixtures/tokenizer/qwen2-tiny-chat): what clients see, what a
+// disconnect and a shutdown do to the KV blocks, and a bounded load.
+#include <catch2/catch.hpp>
+
+#include <httplib.h>
+
+#include <cctype>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "core/json.h"
+#include "serve/generate.h"
+#include "server/bench_client.h"
+#include "server/http_server.h"
+#include "tokenizer/pretrained.h"
+
+using namespace servelab;
+using nlohmann::json;
+
+namespace {
+
+const std::string kChatModel = std::string(SERVELAB_FIXTURES_DIR) + "/tokenizer/qwen2-tiny-chat";
+
+std::unique_ptr<Model> load_chat_model() {
+  EngineOptions options;
+  options.num_threads = 1;
+  options.deterministic = true;  // a request's tokens must not depend on who shares its batch
+  return Model::from_pretrained(kChatModel, options);
+}
+
+// The whole stack on a free loopback port.
+struct LiveServer {
+  explicit LiveServer(ServerConfig server_config = {}, EngineConfig engine_config = {})
+      : model(load_chat_model()), tokenizer(load_tokenizer(kChatModel)), engine(*model, engine_config), loop(engine) {
+    ServedModel served;
+    served.name = "tiny-chat";
+    served.vocab_size = model->config().vocab_size;
+    served.max_model_len = engine.config().max_model_len;
+    served.tokenizer = &tokenizer;
+    served.chat_template = load_chat_template(kChatModel);
+    served.stop_token_ids = load_stop_token_ids(kChatModel, tokenizer);
+    server_config.port = 0;
+    server.emplace(loop, served, server_config);
+    port = server->start();
+  }
+  ~LiveServer() {
+    loop.shutdown();
+    server->stop();
+  }
+
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(30);
+    return c;
+  }
+  httplib::Result post(const std::string& path, const std::string& body, const httplib::Headers& headers = {}) const {
+    return client().Post(path.c_str(), headers, body, "application/json");
+  }
+  // Waits (at most 10 s) until the engine holds no request; true when every block is back in the pool.
+  bool all_blocks_returned() const {
+    for (int i = 0; i < 200; ++i) {
+      const EngineLoopStats s = loop.stats();
+      if (s.num_requests == 0 && s.num_pending == 0) return s.num_free_blocks == s.num_blocks;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  std::unique_ptr<Model> model;
+  Tokenizer tokenizer;
+  Engine engine;
+  EngineLoop loop;
+  std::optional<OpenAIServer> server;
+  int port = 0;
+};
+
+// The text, token ids and finish reason of an SSE reply, and whether it ended with [DONE].
+struct Streamed {
+  std::string text;
+  std::vector<std::int32_t> ids;
+  std::string finish_reason;
+  std::optional<json> usage;
+  bool done = false;
+};
+
+Streamed parse_sse(const std::string& body, bool chat) {
+  Streamed s;
+  std::size_t pos = 0, end;
+  while ((end = body.find("\n\n", pos)) != std::string::npos) {
+    const std::string event = body.substr(pos, end - pos);
+    pos = end + 2;
+    REQUIRE(event.starts_with("data: "));
+    if (event == "data: [DONE]") {
+      s.done = true;
+      continue;
+    }
+    const json chunk = json::parse(event.substr(6));
+    if (chunk.contains("usage")) s.usage = chunk["usage"];
+    if (chunk["choices"].empty()) continue;
+    const json& c = chunk["choices"][0];
+    s.text += chat ? c["delta"]["content"].get<std::string>() : c["text"].get<std::string>();
+    for (const auto& id : c["token_ids"]) s.ids.push_back(id.get<std::int32_t>());
+    if (!c["finish_reason"].is_null()) s.finish_reason = c["finish_reason"];
+  }
+  CHECK(pos == body.size());
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("streamed text equals non-streamed text equals generate()", "[server]") {
+  LiveServer live;
+  const std::string prompt = "Prefill and decode";
+  const json request = {{"model", "tiny-chat"}, {"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}};
+
+  const auto whole = live.post("/v1/completions", request.dump());
+  REQUIRE(whole);
+  REQUIRE(whole->status == 200);
+  const json w = json::parse(whole->body);
+  json streaming = request;
+  streaming["stream"] = true;
+  streaming["stream_options"] = {{"include_usage", true}};
+  const auto stream = live.post("/v1/completions", streaming.dump());
+  REQUIRE(stream);
+  REQUIRE(stream->status == 200);
+  CHECK(stream->get_header_value("Content-Type") == "text/event-stream");
+  const Streamed s = parse_sse(stream->body, false);
+
+  // The in-process reference: one request through generate(), as `servelab generate --prompt` runs it.
+  GenerateOptions gen;
+  gen.max_new_tokens = 12;
+  gen.stop_token_ids = load_stop_token_ids(kChatModel, live.tokenizer);
+  const std::vector<std::int32_t> prompt_ids = live.tokenizer.encode(prompt, true);
+  const GenerateResult ref = generate(*live.model, prompt_ids, gen);
+
+  CHECK(w["choices"][0]["token_ids"].get<std::vector<std::int32_t>>() == ref.output_ids);
+  CHECK(s.ids == ref.output_ids);
+  CHECK(w["choices"][0]["text"] == live.tokenizer.decode(ref.output_ids, /*skip_special_tokens=*/true));
+  CHECK(s.text == w["choices"][0]["text"].get<std::string>());
+  CHECK(s.done);
+  CHECK(s.finish_reason == w["choices"][0]["finish_reason"]);
+  REQUIRE(s.usage);
+  CHECK((*s.usage)["completion_tokens"] == ref.output_ids.size());
+  CHECK((*s.usage)["prompt_tokens"] == prompt_ids.size());
+  CHECK(w["usage"] == *s.usage);
+}
+
+TEST_CASE("a stop string ends the reply before it, with finish_reason stop, streamed or not", "[server]") {
+  LiveServer live;
+  const json plain = {{"prompt", json::array({1, 2, 3})}, {"max_tokens", 40}, {"temperature", 0}, {"ignore_eos", true}};
+  const auto full = live.post("/v1/completions", plain.dump());
+  REQUIRE(full);
+  const std::string text = json::parse(full->body)["choices"][0]["text"];
+  // The first ASCII letter or digit after the start of the reply is the stop string.
+  std::size_t at = 1;
+  while (at < text.size() && !std::isalnum(static_cast<unsigned char>(text[at]))) ++at;
+  REQUIRE(at < text.size());
+  const std::string stop(1, text[at]);
+  const std::string expected = text.substr(0, text.find(stop));
+  json with_stop = plain;
+  with_stop["stop"] = json::array({stop, "never in the reply"});
+  const json whole = json::parse(live.post("/v1/completions", with_stop.dump())->body);
+  CHECK(whole["choices"][0]["text"] == expected);
+  CHECK(whole["choices"][0]["finish_reason"] == "stop");
+  CHECK(whole["usage"]["completion_tokens"] < 40);
+  with_stop["stream"] = true;
+  const auto stream = live.post("/v1/completions", with_stop.dump());
+  REQUIRE(stream);
+  const Streamed s = parse_sse(stream->body, false);
+  CHECK(s.text == expected);
+  CHECK(s.finish_reason == "stop");
+  CHECK(s.done);
+  CHECK(live.all_blocks_returned());
+  // (/metrics counts such a request as "stop" only when the handler's abort reaches the engine
+  // before the engine finishes it on its own: stop strings are matched on the handler's text.)
+}
+
+TEST_CASE("a chat reply is the chat template's prompt answered, streamed or not", "[server]") {
+  LiveServer live;
+  const json request = {{"messages", json::array({{{"role", "user"}, {"content", "KV 캐시가 뭐예요?"}}})},
+                        {"max_tokens", 16}, {"temperature", 0}};
+  const auto whole = live.post("/v1/chat/completions", request.dump());
+  REQUIRE(whole);
+  REQUIRE(whole->status == 200);
+  const json w = json::parse(whole->body);
+  // The ids `servelab generate --chat` prints for this message (tests/cli: cli.generate_chat).
+  CHECK(w["choices"][0]["token_ids"] ==
+        json::array({88, 50, 211, 316, 210, 86, 24, 235, 221, 233, 229, 197, 60, 114, 312, 121}));
+  CHECK(w["usage"]["prompt_tokens"] == 73);
+  json streaming = request;
+  streaming["stream"] = true;
+  const auto stream = live.post("/v1/chat/completions", streaming.dump());
+  REQUIRE(stream);
+  const Streamed s = parse_sse(stream->body, true);
+  CHECK(s.text == w["choices"][0]["message"]["content"].get<std::string>());
+  CHECK(!s.usage);  // not asked for
+  CHECK(stream->body.find("\"role\":\"assistant\"") != std::string::npos);
+}
+
+TEST_CASE("bad requests get 4xx with an OpenAI error object, and the server keeps serving", "[server]") {
+  LiveServer live({.api_key = "", .max_body_bytes = 4096});
+  const auto expect = [&](const httplib::Result& r, int status, const std::string& message_part) {
+    REQUIRE(r);
+    CHECK(r->status == status);
+    const json e = json::parse(r->body);
+    REQUIRE(e.contains("error"));
+    CHECK(e["error"]["code"] == status);
+    INFO(e["error"]["message"]);
+    CHECK(e["error"]["message"].get<std::string>().find(message_part) != std::string::npos);
+  };
+  expect(live.post("/v1/completions", "{\"prompt\": "), 400, "not valid JSON");
+  expect(live.post("/v1/completions", R"({"prompt": "hi", "max_tokens": 0})"), 400, "'max_tokens'");
+  expect(live.post("/v1/completions", R"({"prompt": "hi", "temperature": "warm"})"), 400, "'temperature' must be a number");
+  expect(live.post("/v1/completions", R"({"prompt": "hi", "model": "gpt-4"})"), 404, "The model `gpt-4` does not exist");
+  expect(live.post("/v1/completions", R"({"prompt": "hi", "max_tokens": 300})"), 400,
+         "maximum context length is 256 tokens");
+  std::string long_prompt = "[1";
+  for (int i = 0; i < 300; ++i) long_prompt += ",1";
+  expect(live.post("/v1/completions", R"({"prompt": )" + long_prompt + "]}"), 400, "maximum context length");
+  expect(live.post("/v1/completions", std::string(5000, ' ')), 413, "larger than 4096 bytes");
+  expect(live.post("/v1/nothing", "{}"), 404, "no route");
+  // Still serving after all of that, and nothing held.
+  const auto ok = live.post("/v1/completions", R"({"prompt": "hi", "max_tokens": 2})");
+  REQUIRE(ok);
+  CHECK(ok->status == 200);
+  CHECK(live.all_blocks_returned());
+}
+
+TEST_CASE("with --api-key, /v1 needs the bearer token and /health does not", "[server]") {
+  LiveServer live({.api_key = "sesame"});
+  const auto denied = live.post("/v1/completions", R"({"prompt": "hi", "max_tokens": 1})");
+  REQUIRE(denied);
+  CHECK(denied->status == 401);
+  const auto allowed =
+      live.post("/v1/completions", R"({"prompt": "hi", "max_tokens": 1})", {{"Authorization", "Bearer sesame"}});
+  REQUIRE(allowed);
+  CHECK(allowed->status == 200);
+  const auto health = live.client().Get("/health");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+}
+
+TEST_CASE("/v1/models names the model and /metrics counts in Prometheus text", "[server]") {
+  LiveServer live;
+  const auto models = live.client().Get("/v1/models");
+  REQUIRE(models);
+  const json m = json::parse(models->body);
+  CHECK(m["data"][0]["id"] == "tiny-chat");
+  CHECK(m["data"][0]["max_model_len"] == 256);
+  REQUIRE(live.post("/v1/completions", R"({"prompt": [1, 2, 3], "max_tokens": 5, "ignore_eos": true})"));
+  const auto metrics = live.client().Get("/metrics");
+  REQUIRE(metrics);
+  const std::string& text = metrics->body;
+  CHECK(text.find("servelab:time_to_first_token_seconds_count 1\n") != std::string::npos);
+  CHECK(text.find("servelab:inter_token_latency_seconds_count 4\n") != std::string::npos);
+  CHECK(text.find("servelab:generation_tokens_total 5\n") != std::string::npos);
+  CHECK(text.find("servelab:request_success_total{finished_reason=\"length\"} 1\n") != std::string::npos);
+  CHECK(text.find("servelab:num_requests_running 0\n") != std::string::npos);
+  CHECK(text.find("servelab:kv_cache_blocks_used 0\n") != std::string::npos);
+}
+
+TEST_CASE("a client that hangs up mid-stream has its request aborted and its KV blocks freed", "[server]") {
+  LiveServer live;
+  httplib::Client c = live.client();
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.set_header("Content-Type", "application/json");
+  req.body = json{{"prompt", json::array({1, 2, 3})}, {"max_tokens", 250}, {"ignore_eos", true}, {"stream", true}}.dump();
+  int chunks = 0;
+  bool saw_blocks_held = false;
+  req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
+    chunks += static_cast<int>(std::count(data, data + n, '\n')) / 2;
+    const EngineLoopStats s = live.loop.stats();
+    saw_blocks_held = saw_blocks_held || s.num_free_blocks < s.num_blocks;
+    return chunks < 3;  // hang up after three chunks
+  };
+  httplib::Response res;
+  httplib::Error error = httplib::Error::Success;
+  c.send(req, res, error);
+  CHECK(error == httplib::Error::Canceled);
+  CHECK(saw_blocks_held);
+  CHECK(live.all_blocks_returned());
+  const auto metrics = live.client().Get("/metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->body.find("servelab:request_success_total{finished_reason=\"abort\"} 1\n") != std::string::npos);
+}
+
+TEST_CASE("shutdown aborts in-flight streams cleanly: they end with finish_reason abort and [DONE]", "[server]") {
+  LiveServer live;
+  std::string body;
+  std::thread client([&] {
+    const auto r = live.post("/v1/completions",
+                             json{{"prompt", json::array({1, 2})}, {"max_tokens", 250}, {"ignore_eos", true},
+                                  {"stream", true}}.dump());
+    if (r) body = r->body;
+  });
+  for (int i = 0; i < 200 && live.loop.stats().num_requests == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  live.loop.shutdown();
+  client.join();
+  const Streamed s = parse_sse(body, false);
+  CHECK(s.done);
+  CHECK(s.finish_reason == "abort");
+  CHECK(s.ids.size() < 250);
+  const EngineLoopStats st = live.loop.stats();
+  CHECK(st.num_requests == 0);
+  CHECK(st.num_free_blocks == st.num_blocks);
+  // After shutdown a new request is refused with 503, not hung.
+  const auto late = live.post("/v1/completions", R"({"prompt": "hi", "max_tokens": 1})");
+  REQUIRE(late);
+  CHECK(late->status == 503);
+}
+
+TEST_CASE("a bounded load with random hang-ups finishes every request and returns every block", "[server]") {
+  // 200 requests, 32 at a time, a fifth of them hanging up after 1-4 tokens; a KV cache
+  // small enough (64 blocks) that some requests are preempted on the way.
+  EngineConfig engine_config;
+  engine_config.scheduler.max_num_seqs = 32;
+  engine_config.kv_cache_memory = 64 * 16 * kv_cache_bytes_for(load_chat_model()->config(), 1, 1);
+  LiveServer live({}, engine_config);
+  WorkloadSpec spec;
+  spec.num_requests = 200;
+  spec.prompt_len = LengthDist::uniform(4, 48);
+  spec.output_len = LengthDist::uniform(4, 32);
+  spec.seed = 7;
+  const std::vector<WorkloadRequest> workload = make_workload(spec, live.model->config().vocab_size);
+  BenchConfig bench;
+  bench.port = live.port;
+  bench.model = "tiny-chat";
+  bench.max_concurrency = 32;
+  bench.ignore_eos = true;
+  bench.disconnect_fraction = 0.2;
+  bench.seed = 3;
+  bench.timeout_s = 30;
+  const BenchResult result = run_bench(workload, bench);
+  int completed = 0, hung_up = 0;
+  for (std::size_t i = 0; i < result.requests.size(); ++i) {
+    const BenchRequestResult& r = result.requests[i];
+    INFO("request " << i << ": " << r.error << " sent at " << r.times.first_scheduled << " tokens " << r.times.token_times.size());
+    CHECK((r.success || r.disconnected));
+    if (r.success) CHECK(r.output_tokens == workload[i].max_tokens);
+    completed += r.success;
+    hung_up += r.disconnected;
+  }
+  CHECK(completed + hung_up == 200);
+  CHECK(hung_up > 20);
+  CHECK(live.all_blocks_returned());
+  // The vLLM-style block reports the same counts.
+  const std::string block = format_bench_result(result, bench, {});
+  CHECK(block.find("Successful requests:                     " + std::to_string(completed)) != std::string::npos);
+  const json j = bench_result_json(result, bench, {});
+  CHECK(j["completed"] == completed);
+  CHECK(j["ttfts"].size() == 200);
+}
