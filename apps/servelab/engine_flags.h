@@ -42,6 +42,14 @@ struct EngineFlags {
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 
 /**
+ * @brief The model options every command takes from its flags (--backend, --threads, --deterministic,
+ *        --attention, --dtype), parsed and checked.
+ * @throws Error naming the flag when a value is unknown or --threads is outside [0, kMaxThreads].
+ */
+EngineOptions engine_options(const std::string& backend, int threads, bool deterministic, const std::string& attention,
+                             const std::string& dtype);
+
+/**
  * @brief Loads the model the flags name.
  * @throws Error naming the flag when a value is out of range or the model cannot be loaded.
  */

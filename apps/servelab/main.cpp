@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "engine_flags.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -165,14 +166,7 @@ Prompt make_prompt(const GenerateArgs& a, const ModelConfig& c) {
 }
 
 int run_generate(const GenerateArgs& a) {
-  EngineOptions options;
-  options.backend = parse_backend(a.backend, "--backend");
-  options.num_threads = a.threads;
-  options.deterministic = a.deterministic;
-  options.attention = parse_attention_kind(a.attention, "--attention");
-  options.weight_dtype = parse_weight_dtype(a.dtype, "--dtype");
-  check(a.threads >= 0 && a.threads <= kMaxThreads, "--threads must be in [0, ", kMaxThreads,
-        "] (0 = all cores), got ", a.threads);
+  const EngineOptions options = cli::engine_options(a.backend, a.threads, a.deterministic, a.attention, a.dtype);
   // An empty value is a mistake (an unset shell variable), not a request for the default.
   check(!a.given_model || !a.model_dir.empty(), "--model is empty (expected a Hugging Face model folder)");
   check(!a.given_tokenizer || !a.tokenizer_file.empty(), "--tokenizer is empty (expected a tokenizer.json file)");
