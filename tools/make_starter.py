@@ -104,7 +104,7 @@ def main():
             last, stubbed = e + 1, stubbed + 1
         result += lines[last:]
         # The stub throws servelab::Error; a file that never needed the header gets it after its own first include.
-        if any(l.startswith('#include "core/error.h"') for l in result) is False and result != lines:
+        if result != lines and not any(l.startswith('#include "core/error.h"') for l in result):
             first = next(i for i, l in enumerate(result) if l.startswith("#include"))
             result.insert(first + 1, '#include "core/error.h"')
         target.write_text("\n".join(result) + "\n")
