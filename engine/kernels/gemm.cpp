@@ -101,6 +101,8 @@ int rows_kernel_max_m(const KernelContext& ctx, DType weight_dtype) {
   return 4;
 }
 
+std::string openblas_core_name() { return openblas_get_corename(); }
+
 const char* gemm_path_name(GemmPath path) {
   switch (path) {
     case GemmPath::Rows: return "rows";
@@ -119,7 +121,7 @@ std::string matmul_kernel_name(const KernelContext& ctx, DType weight_dtype, int
   switch (matmul_path(ctx, weight_dtype, M)) {
     case GemmPath::Rows: return std::string("rows_") + cpu::isa_name(cpu::active_isa());
     case GemmPath::OneDnn: return dnnl_kernel_name(ctx, weight_dtype, M, N, K);
-    case GemmPath::OpenBlas: return std::string("OpenBLAS ") + openblas_get_corename();
+    case GemmPath::OpenBlas: return "OpenBLAS " + openblas_core_name();
   }
   return "?";
 }

@@ -75,6 +75,12 @@ GemmPath matmul_path(const KernelContext& ctx, DType weight_dtype, int M);
  */
 std::string matmul_kernel_name(const KernelContext& ctx, DType weight_dtype, int M, int N, int K);
 
+/**
+ * @brief The kernel set OpenBLAS picked for this CPU (openblas_get_corename()):
+ *        "Prescott" is its generic SSE3 fallback for a CPU model it does not know.
+ */
+std::string openblas_core_name();
+
 /// OpenBLAS path: each engine thread runs a single-threaded sgemm on its slice of W's rows.
 void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M);
 

@@ -87,16 +87,20 @@ void execute(const Shape& s, const void* x, const void* w, float* out) {
   stream.wait();
 }
 
-// bf16 W widened to f32 a panel of rows at a time, then the f32 product on each panel
-// (a column slice of out: oneDNN's gemm:jit kernels, which is what AVX2 CPUs run anyway).
+// bf16 W widened to f32 a panel of rows at a time, then the f32 product on each panel into a
+// dense tile that is copied into its columns of out (brgemm needs the dense destination; the
+// copy is M × 256 floats from cache per 2·M·256·K FLOPs).
 void widened_bf16(float* out, const float* x, const std::uint16_t* w, int M, int N, int K) {
-  thread_local std::vector<float> panel;
+  thread_local std::vector<float> panel, tile;
   panel.resize(static_cast<std::size_t>(kPanelRows) * K);
+  tile.resize(static_cast<std::size_t>(M) * kPanelRows);
   for (int p0 = 0; p0 < N; p0 += kPanelRows) {
     const int rows = std::min(kPanelRows, N - p0);
     const std::uint16_t* src = w + static_cast<std::size_t>(p0) * K;
     for (std::size_t i = 0; i < static_cast<std::size_t>(rows) * K; ++i) panel[i] = bf16_to_f32(src[i]);
-    execute(Shape{M, rows, K, N, memory::data_type::f32}, x, panel.data(), out + p0);
+    execute(Shape{M, rows, K, rows, memory::data_type::f32}, x, panel.data(), tile.data());
+    for (int m = 0; m < M; ++m)
+      std::copy_n(tile.data() + static_cast<std::size_t>(m) * rows, rows, out + static_cast<std::size_t>(m) * N + p0);
   }
 }
 
@@ -154,7 +158,8 @@ std::string dnnl_kernel_name(const KernelContext& ctx, DType weight_dtype, int M
   const std::size_t threads = static_cast<std::size_t>(ctx.pool->num_threads());
   const bool widened = weight_dtype == DType::BF16 && !bf16_math;
   const int rows = static_cast<int>(std::max<std::size_t>((static_cast<std::size_t>(M) + threads - 1) / threads, std::min<std::size_t>(M, kMinRowsPerThread)));
-  const auto p = primitive_for(Shape{rows, widened ? std::min(N, kPanelRows) : N, K, N,
+  const int n = widened ? std::min(N, kPanelRows) : N;
+  const auto p = primitive_for(Shape{rows, n, K, n,
                                      bf16_math ? memory::data_type::bf16 : memory::data_type::f32});
   return std::string(p->pd.impl_info_str()) + (widened ? " (bf16 widened to f32)" : "");
 }
