@@ -1,7 +1,5 @@
 #include "kernels/gemm_dnnl.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -15,6 +13,11 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/rows.h"
+
+// The one OpenMP call the engine makes, declared here rather than through <omp.h>: the header
+// belongs to the compiler (GCC's or LLVM's), while the function must be libgomp's, the runtime
+// Debian's oneDNN was built against (CMake links it); the C API is the same in both.
+extern "C" void omp_set_num_threads(int num_threads);
 
 namespace servelab {
 
