@@ -62,15 +62,20 @@ dnnl::matmul::primitive_desc describe(const Shape& s) {
 }
 
 std::shared_ptr<const Primitive> primitive_for(const Shape& s) {
+  cpu_engine();  // constructed before the cache, so destroyed after the primitives that use it
   static std::mutex mutex;
   static std::map<Shape, std::shared_ptr<const Primitive>> cache;
   std::lock_guard lock(mutex);
   if (auto it = cache.find(s); it != cache.end()) return it->second;
   if (cache.size() >= kMaxCachedShapes) cache.clear();  // holders keep theirs alive through the shared_ptr
-  auto pd = describe(s);
-  auto p = std::make_shared<const Primitive>(Primitive{pd, dnnl::matmul(pd), pd.scratchpad_desc().get_size()});
-  cache.emplace(s, p);
-  return p;
+  try {
+    auto pd = describe(s);
+    auto p = std::make_shared<const Primitive>(Primitive{pd, dnnl::matmul(pd), pd.scratchpad_desc().get_size()});
+    cache.emplace(s, p);
+    return p;
+  } catch (const dnnl::error& e) {
+    fail("matmul_dnnl: oneDNN has no matmul for ", s.M, " x ", s.n, " x ", s.K, " (", e.what(), ")");
+  }
 }
 
 // Runs one primitive on this thread, alone: the engine's pool is the only parallelism.
