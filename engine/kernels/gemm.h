@@ -4,18 +4,19 @@
  *
  * Every projection in the model (q/k/v/o, gate/up/down, LM head) goes
  * through matmul(), so the path, threading and reduction mode are chosen in
- * one place. Three implementations, from obviously right to fast:
+ * one place. Four implementations, from obviously right to fast:
  *
  * | function | how | used for |
  * |---|---|---|
  * | matmul_reference() | plain loops, one thread | the specification the tests compare against |
  * | matmul_rows() | SIMD dot products per output (cpu/rows.h), threads split the weight rows | decode, short prefills (see rows_kernel_max_m()) and deterministic mode |
- * | matmul_dnnl() | oneDNN matmul per slice of weight rows, one slice per engine thread (gemm_dnnl.h) | long prefills in fast mode |
+ * | matmul_dnnl() | oneDNN matmul per slice of input rows, one slice per engine thread (gemm_dnnl.h) | long prefills in fast mode |
  * | matmul_blas() | OpenBLAS sgemm per slice of weight rows, one slice per engine thread | long prefills in fast mode without oneDNN |
  *
  * Weights may be f32 or bf16; bf16 is widened in registers (rows), per
- * tile into a scratch buffer (BLAS), or multiplied in bf16 (oneDNN, where
- * the CPU has AVX512_BF16). Activations are always f32 in and out.
+ * panel (BLAS, oneDNN), or, with KernelContext::bf16_activations, multiplied
+ * in bf16 (oneDNN, where the CPU has AVX512_BF16). Activations are f32 in
+ * and out.
  */
 #pragma once
 
@@ -58,7 +59,7 @@ void matmul(const KernelContext& ctx, float* out, const float* x, const Tensor& 
 /// Row-wise SIMD path (see cpu/rows.h); same contract as matmul().
 void matmul_rows(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M);
 
-/// The three implementations matmul() chooses between.
+/// The three fast implementations matmul() chooses between.
 enum class GemmPath { Rows, OneDnn, OpenBlas };
 
 /// Name of @p path ("rows", "onednn", "openblas").
