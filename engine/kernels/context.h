@@ -18,6 +18,14 @@ struct KernelContext {
    * OpenBLAS, whose blocking, and so rounding, changes with the matrix shape.
    */
   bool deterministic = false;
+  /**
+   * With bf16 weights, multiply in bf16 where the CPU has bf16 dot products
+   * (AVX512_BF16): activations rounded to bf16, f32 accumulation, as the
+   * CUDA path does; twice the f32 rate, error bound in kernels/gemm_dnnl.h.
+   * When false, bf16 weights are widened to f32 and the result stays within
+   * f32 rounding of the f32-weight path (the parity tests' tolerance).
+   */
+  bool bf16_activations = false;
 };
 
 }  // namespace servelab

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/rows.h"
+#include "kernels/gemm_dnnl.h"
 
 namespace servelab {
 
@@ -22,6 +23,9 @@ bool is_bf16(const Tensor& w) {
 
 // Weight rows handed to a thread at a time: a multiple of the kernels' 4-row tiles.
 constexpr int kRowBlock = 16;
+
+// Where the row kernels stop beating oneDNN (rows_kernel_max_m(), measured in gemm.h).
+constexpr int kRowsMaxMAvx512Dnnl = 64, kRowsMaxMAvx2Dnnl = 16, kRowsMaxMBf16Dnnl = 4;
 
 }  // namespace
 
@@ -83,8 +87,13 @@ void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Ten
   });
 }
 
-int rows_kernel_max_m() {
-  switch (cpu::active_isa()) {
+int rows_kernel_max_m(const KernelContext& ctx, DType weight_dtype) {
+  const cpu::Isa isa = cpu::active_isa();
+  if (dnnl_available()) {
+    if (weight_dtype == DType::BF16 && ctx.bf16_activations && dnnl_bf16_arithmetic()) return kRowsMaxMBf16Dnnl;
+    return isa == cpu::Isa::Avx512 ? kRowsMaxMAvx512Dnnl : kRowsMaxMAvx2Dnnl;
+  }
+  switch (isa) {
     case cpu::Isa::Avx512: return 256;
     case cpu::Isa::Avx2: return 16;
     case cpu::Isa::Generic: return 4;
@@ -92,11 +101,37 @@ int rows_kernel_max_m() {
   return 4;
 }
 
+std::string openblas_core_name() { return openblas_get_corename(); }
+
+const char* gemm_path_name(GemmPath path) {
+  switch (path) {
+    case GemmPath::Rows: return "rows";
+    case GemmPath::OneDnn: return "onednn";
+    case GemmPath::OpenBlas: return "openblas";
+  }
+  return "?";
+}
+
+GemmPath matmul_path(const KernelContext& ctx, DType weight_dtype, int M) {
+  if (ctx.deterministic || M <= rows_kernel_max_m(ctx, weight_dtype)) return GemmPath::Rows;
+  return dnnl_available() ? GemmPath::OneDnn : GemmPath::OpenBlas;
+}
+
+std::string matmul_kernel_name(const KernelContext& ctx, DType weight_dtype, int M, int N, int K) {
+  switch (matmul_path(ctx, weight_dtype, M)) {
+    case GemmPath::Rows: return std::string("rows_") + cpu::isa_name(cpu::active_isa());
+    case GemmPath::OneDnn: return dnnl_kernel_name(ctx, weight_dtype, M, N, K);
+    case GemmPath::OpenBlas: return "OpenBLAS " + openblas_core_name();
+  }
+  return "?";
+}
+
 void matmul(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M) {
-  if (ctx.deterministic || M <= rows_kernel_max_m())
-    matmul_rows(ctx, out, x, w, M);
-  else
-    matmul_blas(ctx, out, x, w, M);
+  switch (matmul_path(ctx, w.dtype, M)) {
+    case GemmPath::Rows: return matmul_rows(ctx, out, x, w, M);
+    case GemmPath::OneDnn: return matmul_dnnl(ctx, out, x, w, M);
+    case GemmPath::OpenBlas: return matmul_blas(ctx, out, x, w, M);
+  }
 }
 
 void add_bias(float* out, const float* bias, int M, int N) {

@@ -4,18 +4,23 @@
  *
  * Every projection in the model (q/k/v/o, gate/up/down, LM head) goes
  * through matmul(), so the path, threading and reduction mode are chosen in
- * one place. Three implementations, from obviously right to fast:
+ * one place. Four implementations, from obviously right to fast:
  *
  * | function | how | used for |
  * |---|---|---|
  * | matmul_reference() | plain loops, one thread | the specification the tests compare against |
  * | matmul_rows() | SIMD dot products per output (cpu/rows.h), threads split the weight rows | decode, short prefills (see rows_kernel_max_m()) and deterministic mode |
- * | matmul_blas() | OpenBLAS sgemm per slice of weight rows, one slice per engine thread | long prefills in fast mode |
+ * | matmul_dnnl() | oneDNN matmul per slice of input rows, one slice per engine thread (gemm_dnnl.h) | long prefills in fast mode |
+ * | matmul_blas() | OpenBLAS sgemm per slice of weight rows, one slice per engine thread | long prefills in fast mode without oneDNN |
  *
- * Weights may be f32 or bf16; bf16 is widened in registers (rows) or per
- * tile into a scratch buffer (BLAS). Activations are always f32.
+ * Weights may be f32 or bf16; bf16 is widened in registers (rows), per
+ * panel (BLAS, oneDNN), or, with KernelContext::bf16_activations, multiplied
+ * in bf16 (oneDNN, where the CPU has AVX512_BF16). Activations are f32 in
+ * and out.
  */
 #pragma once
+
+#include <string>
 
 #include "core/tensor.h"
 #include "kernels/context.h"
@@ -23,15 +28,20 @@
 namespace servelab {
 
 /**
- * @brief Up to this many rows, fast mode uses matmul_rows() rather than OpenBLAS.
+ * @brief Up to this many rows, fast mode uses matmul_rows() rather than a
+ *        library GEMM (oneDNN where built, else OpenBLAS).
  *
- * Measured with lab 03 on a 2-core AVX-512 VM (qwen2.5-0.5b shapes): the
- * AVX-512 row kernels reach 240-270 GFLOP/s for 48 to 256 rows where OpenBLAS
- * (its AVX2 kernels, as this host pins them) reaches 170-210; the AVX2 row
- * kernels reach about 150 and lose to OpenBLAS above ~16 rows; for a handful
- * of rows sgemm streams the weights poorly on every machine.
+ * With oneDNN, measured on a 2-vCPU EPYC (Zen 4) VM on the qwen2.5-0.5b
+ * shapes, one thread: with f32 weights the AVX-512 row kernels match
+ * oneDNN's brgemm within noise up to ~128 rows (90-100 GFLOP/s) and lose by
+ * 5-20% at 512, so the row kernels keep M <= 64; on AVX2 oneDNN (gemm:jit)
+ * catches up with them at ~16 rows. In bf16 arithmetic oneDNN runs at 1.3×
+ * the row kernels from 8 rows and 2× from 32, so they keep M <= 4.
+ * Without oneDNN, against OpenBLAS (measured with lab 03 on a 2-core
+ * AVX-512 Xeon): AVX-512 row kernels up to 256 rows, AVX2 up to 16, generic
+ * up to 4.
  */
-int rows_kernel_max_m();
+int rows_kernel_max_m(const KernelContext& ctx, DType weight_dtype);
 
 /**
  * @brief \f$ out = x W^T \f$ (a `torch.nn.Linear` without bias).
@@ -41,13 +51,36 @@ int rows_kernel_max_m();
  * @param M   number of rows (tokens).
  *
  * Deterministic mode always takes matmul_rows(), whose row m is
- * bit-identical whatever M is; fast mode takes it for M <= rows_kernel_max_m()
- * and matmul_blas() above.
+ * bit-identical whatever M is; fast mode takes it for M <= rows_kernel_max_m(ctx, w.dtype)
+ * and matmul_dnnl() above (matmul_blas() when dnnl_available() is false).
  */
 void matmul(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M);
 
 /// Row-wise SIMD path (see cpu/rows.h); same contract as matmul().
 void matmul_rows(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M);
+
+/// The three fast implementations matmul() chooses between.
+enum class GemmPath { Rows, OneDnn, OpenBlas };
+
+/// Name of @p path ("rows", "onednn", "openblas").
+const char* gemm_path_name(GemmPath path);
+
+/// The path matmul() takes for @p M rows of weights of @p weight_dtype in context @p ctx.
+GemmPath matmul_path(const KernelContext& ctx, DType weight_dtype, int M);
+
+/**
+ * @brief The library kernel behind matmul_path() for this shape, for
+ *        benchmarks to print: oneDNN's implementation name, OpenBLAS's core
+ *        name (openblas_get_corename(), "Prescott" is its generic SSE3
+ *        fallback), or the row kernel's instruction set.
+ */
+std::string matmul_kernel_name(const KernelContext& ctx, DType weight_dtype, int M, int N, int K);
+
+/**
+ * @brief The kernel set OpenBLAS picked for this CPU (openblas_get_corename()):
+ *        "Prescott" is its generic SSE3 fallback for a CPU model it does not know.
+ */
+std::string openblas_core_name();
 
 /// OpenBLAS path: each engine thread runs a single-threaded sgemm on its slice of W's rows.
 void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M);

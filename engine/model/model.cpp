@@ -29,7 +29,7 @@ DType parse_weight_dtype(const std::string& text, const std::string& what) {
 Model::Model(ModelConfig config, ModelWeights weights, const EngineOptions& options)
     : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
   pool_ = std::make_unique<ThreadPool>(options_.num_threads);
-  ctx_ = KernelContext{pool_.get(), options_.deterministic};
+  ctx_ = KernelContext{.pool = pool_.get(), .deterministic = options_.deterministic, .bf16_activations = options_.bf16_activations};
   inv_freq_ = rope_inv_freq(config_);
   embed_dtype_ = weights_.embed_tokens.dtype;
   matrix_dtype_ = weights_.layers.empty() ? embed_dtype_ : weights_.layers[0].o_proj.dtype;

@@ -53,6 +53,8 @@ struct EngineOptions {
   DType weight_dtype = DType::F32;
   /// Batch-invariant reductions (see KernelContext::deterministic); slower prefill.
   bool deterministic = false;
+  /// With bf16 weights, bf16 arithmetic in prefill GEMMs (see KernelContext::bf16_activations).
+  bool bf16_activations = false;
   /// Attention kernels (lab 05): BLOCKED is the engine before lab 05, FLASH tiles with the online softmax
   /// and splits long decodes across threads (kernels/attention.h).
   AttentionKind attention = AttentionKind::BLOCKED;

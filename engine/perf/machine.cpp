@@ -1,7 +1,5 @@
 #include "perf/machine.h"
 
-#include <cblas.h>
-
 #include <chrono>
 #include <numeric>
 #include <vector>
@@ -11,10 +9,24 @@
 #endif
 
 #include "core/thread_pool.h"
+#include "kernels/cpu/rows.h"
+#include "perf/peak_chains.h"
 
 namespace servelab {
 
+namespace perf {
+volatile float peak_mul = 0.999f, peak_add = 0.001f;
+
+float peak_f32_generic(long steps) {
+  const float b = peak_mul, c = peak_add;
+  return run_chains(steps, [](int i) { return 1.0f + i * peak_add; }, [=](float a) { return a * b + c; }, [](float x, float y) { return x + y; });
+}
+}  // namespace perf
+
 namespace {
+
+// 2^24 steps of twelve chains: about 50 ms at 100 GFLOP/s per core.
+constexpr long kPeakSteps = 1L << 24;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -94,15 +106,33 @@ double measure_triad_gbs(ThreadPool& pool) {
   return 3.0 * n * sizeof(float) / seconds_since(start) / 1e9;
 }
 
-double measure_sgemm_gflops(int threads, int M, int N, int K) {
-  std::vector<float> a(static_cast<std::size_t>(M) * K, 0.5f), b(static_cast<std::size_t>(N) * K, 0.25f),
-      out(static_cast<std::size_t>(M) * N);
-  openblas_set_num_threads(threads);
+double measure_peak_gflops(ThreadPool& pool, PeakOp op) {
+  const cpu::Isa isa = cpu::active_isa();
+  using perf::kChains;
+  float (*loop)(long) = perf::peak_f32_generic;
+  double flops_per_step = kChains * 2.0;
+#if defined(SERVELAB_X86_KERNELS)
+  if (op == PeakOp::Bf16Dot) {
+    if (isa != cpu::Isa::Avx512 || !__builtin_cpu_supports("avx512bf16")) return 0.0;
+    loop = perf::peak_bf16_avx512, flops_per_step = kChains * 16 * 4.0;
+  } else if (isa == cpu::Isa::Avx512) {
+    loop = perf::peak_f32_avx512, flops_per_step = kChains * 16 * 2.0;
+  } else if (isa == cpu::Isa::Avx2) {
+    loop = perf::peak_f32_avx2, flops_per_step = kChains * 8 * 2.0;
+  }
+#else
+  if (op == PeakOp::Bf16Dot) return 0.0;
+#endif
+  const std::size_t threads = static_cast<std::size_t>(pool.num_threads());
+  std::vector<float> sink(threads);
   const auto start = std::chrono::steady_clock::now();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, out.data(), N);
+  pool.parallel_for(threads, [&](std::size_t t0, std::size_t t1) {
+    for (std::size_t t = t0; t < t1; ++t) sink[t] = loop(kPeakSteps);
+  });
   const double seconds = seconds_since(start);
-  openblas_set_num_threads(1);  // the engine runs BLAS single-threaded inside its own pool
-  return 2.0 * M * N * K / seconds / 1e9;
+  volatile float keep = std::accumulate(sink.begin(), sink.end(), 0.0f);
+  (void)keep;
+  return flops_per_step * kPeakSteps * static_cast<double>(threads) / seconds / 1e9;
 }
 
 }  // namespace servelab

@@ -1,11 +1,14 @@
 /**
  * @file machine.h
  * @brief This machine's own roofs, measured: memory bandwidth with
- *        STREAM-style loops and matrix throughput with the same OpenBLAS
- *        sgemm the engine uses.
+ *        STREAM-style loops and arithmetic throughput with chains of FMAs
+ *        (or bf16 dot products) on the widest vector unit.
  *
  * Measured, never assumed: on a shared VM they swing over minutes, so a
- * figure should be compared with roofs measured in the same run.
+ * figure should be compared with roofs measured in the same run. The
+ * compute roof is the engine's own loop, not a library GEMM: a library that
+ * falls back to slow kernels on an unknown CPU model would otherwise lower
+ * the roof with the figure and read as "94% of the limit".
  */
 #pragma once
 
@@ -27,11 +30,24 @@ double measure_read_gbs(ThreadPool& pool);
  */
 double measure_triad_gbs(ThreadPool& pool);
 
+/// The arithmetic a compute roof is measured for.
+enum class PeakOp {
+  F32Fma,   ///< f32 fused multiply-add on the active instruction set's widest registers (2 FLOP per lane)
+  Bf16Dot,  ///< AVX512_BF16 vdpbf16ps: pairs of bf16 products added into f32 (4 FLOP per f32 lane)
+};
+
 /**
- * @brief OpenBLAS sgemm GFLOP/s with @p threads OpenBLAS threads on an
- *        M×N×K product (one call; OpenBLAS is set back to one thread after).
+ * @brief Peak GFLOP/s of @p op: every pool thread runs twelve independent
+ *        chains of it (more than latency × throughput, so the unit never
+ *        waits) for about 2^24 steps, all registers, no memory traffic.
+ *
+ * F32Fma follows cpu::active_isa() (SERVELAB_ISA): 16 lanes on AVX-512, 8
+ * on AVX2, plain multiply and add in C++ on generic. Real GEMMs reach
+ * 85-95% of it at best.
+ * @return 0 for Bf16Dot when the CPU has no AVX512_BF16 or the active
+ *         instruction set is not AVX-512.
  */
-double measure_sgemm_gflops(int threads, int M, int N, int K);
+double measure_peak_gflops(ThreadPool& pool, PeakOp op);
 
 /**
  * @brief This GPU's memory roof: device-to-device copy of 2^log2_floats f32,

@@ -1,53 +1,25 @@
-// Both GEMM paths against a double-precision loop, and the deterministic
+// The rows and OpenBLAS paths against a double-precision loop, and the deterministic
 // path's promise: a row's result does not depend on the batch it is in.
 #include <cstring>
 
 #include "core/thread_pool.h"
 #include "kernels/cpu/rows.h"
 #include "kernels/gemm.h"
+#include "gemm_reference.h"
 #include "test_util.h"
 
 using namespace servelab;
 
-namespace {
-
-Tensor weight(int N, int K, unsigned seed, DType dtype = DType::F32) {
-  Tensor w = Tensor::zeros(dtype, {N, K});
-  const auto r = test::random_floats(static_cast<std::size_t>(N) * K, seed);
-  for (std::size_t i = 0; i < r.size(); ++i) {
-    if (dtype == DType::F32)
-      w.as<float>()[i] = r[i];
-    else
-      w.as<std::uint16_t>()[i] = f32_to_bf16(r[i]);
-  }
-  return w;
-}
-
-float weight_value(const Tensor& w, std::size_t i) {
-  return w.dtype == DType::F32 ? w.as<float>()[i] : bf16_to_f32(w.as<std::uint16_t>()[i]);
-}
-
-std::vector<double> reference(const std::vector<float>& x, const Tensor& w, int M) {
-  const int N = static_cast<int>(w.shape[0]), K = static_cast<int>(w.shape[1]);
-  std::vector<double> out(static_cast<std::size_t>(M) * N);
-  for (int m = 0; m < M; ++m)
-    for (int n = 0; n < N; ++n) {
-      double s = 0;
-      for (int k = 0; k < K; ++k) s += double(x[m * K + k]) * weight_value(w, static_cast<std::size_t>(n) * K + k);
-      out[m * N + n] = s;
-    }
-  return out;
-}
-
-}  // namespace
+using test::gemm_reference;
+using test::random_weight;
 
 TEST_CASE("matmul = x W^T / fast and deterministic / on ragged shapes", "[gemm]") {
   ThreadPool pool(2);
-  for (int M : {1, 17, 64, 300})  // 300 is past every ISA's rows_kernel_max_m(): the BLAS path
+  for (int M : {1, 17, 64, 300})  // 300 is past every rows_kernel_max_m(): a library path
     for (auto [N, K] : {std::pair{1, 1}, {33, 7}, {96, 130}}) {
-      const Tensor w = weight(N, K, 1);
+      const Tensor w = random_weight(N, K, 1);
       const auto x = test::random_floats(static_cast<std::size_t>(M) * K, 2);
-      const auto expected = reference(x, w, M);
+      const auto expected = gemm_reference(x, w, M);
       for (bool det : {false, true}) {
         std::vector<float> out(static_cast<std::size_t>(M) * N, NAN);  // poisoned: an unwritten element fails
         matmul(KernelContext{&pool, det}, out.data(), x.data(), w, M);
@@ -60,7 +32,7 @@ TEST_CASE("matmul = x W^T / fast and deterministic / on ragged shapes", "[gemm]"
 
 TEST_CASE("deterministic matmul: row m is bit-identical for any batch size and thread count", "[gemm][deterministic]") {
   const int N = 50, K = 300;
-  const Tensor w = weight(N, K, 3);
+  const Tensor w = random_weight(N, K, 3);
   const auto x = test::random_floats(33 * K, 4);
   ThreadPool one(1), two(2);
   std::vector<float> batch(33 * N), single(N);
@@ -81,12 +53,12 @@ TEST_CASE("every instruction set's row kernel matches the reference - f32 and bf
     for (DType dtype : {DType::F32, DType::BF16})
       for (int M : {1, 2, 5, 9})
         for (auto [N, K] : {std::pair{13, 130}, {4, 7}, {33, 64}, {1, 1}}) {
-          const Tensor w = weight(N, K, 5, dtype);
+          const Tensor w = random_weight(N, K, 5, dtype);
           const auto x = test::random_floats(static_cast<std::size_t>(M) * K, 6);
           std::vector<float> out(static_cast<std::size_t>(M) * N, NAN);
           cpu::rows_kernel(isa)(out.data(), x.data(), w.data, dtype == DType::BF16, M, N, K, 0, N);
           INFO(cpu::isa_name(isa) << " " << dtype_name(dtype) << " M " << M << " N " << N << " K " << K);
-          CHECK(test::all_close(out, reference(x, w, M), 1e-5 * std::sqrt(K), 1e-5));
+          CHECK(test::all_close(out, gemm_reference(x, w, M), 1e-5 * std::sqrt(K), 1e-5));
           // Determinism: each row alone gives the same bits as inside the batch.
           std::vector<float> alone(N);
           for (int m = 0; m < M; ++m) {
@@ -101,14 +73,14 @@ TEST_CASE("every instruction set's row kernel matches the reference - f32 and bf
 TEST_CASE("the BLAS path widens bf16 weights tile by tile", "[gemm]") {
   ThreadPool pool(2);
   const int M = 20, N = 150, K = 96;  // N spans several 64-row tiles and both threads
-  const Tensor w = weight(N, K, 8, DType::BF16);
+  const Tensor w = random_weight(N, K, 8, DType::BF16);
   const auto x = test::random_floats(static_cast<std::size_t>(M) * K, 9);
   std::vector<float> out(static_cast<std::size_t>(M) * N, NAN);
   matmul_blas(KernelContext{&pool, false}, out.data(), x.data(), w, M);
-  CHECK(test::all_close(out, reference(x, w, M), 1e-5 * std::sqrt(K), 1e-5));
+  CHECK(test::all_close(out, gemm_reference(x, w, M), 1e-5 * std::sqrt(K), 1e-5));
   std::vector<float> spec(out.size(), NAN);
   matmul_reference(spec.data(), x.data(), w, M);
-  CHECK(test::all_close(spec, reference(x, w, M), 1e-5 * std::sqrt(K), 1e-5));
+  CHECK(test::all_close(spec, gemm_reference(x, w, M), 1e-5 * std::sqrt(K), 1e-5));
 }
 
 TEST_CASE("add_bias adds the bias to every row", "[gemm]") {
