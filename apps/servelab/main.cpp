@@ -5,6 +5,8 @@
  *   servelab generate [--preset NAME | --model DIR] [--prompt TEXT | --chat MESSAGE | --prompt-ids 1,2,3 | --prompt-len N] ...
  *   servelab tokenize (--model DIR | --tokenizer FILE) (--text TEXT | --file F)
  *   servelab presets
+ *   servelab router [--control tcp://127.0.0.1:0] [--endpoint-file F]          (lab 07)
+ *   servelab worker --role prefill|decode --router tcp://HOST:PORT ...          (lab 07)
  *
  * Results go to stdout, diagnostics to stderr; any bad input prints one
  * `servelab: error: ...` line and exits with status 1 before any output.
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "disagg_commands.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -384,6 +387,7 @@ int main(int argc, char** argv) {
   tokenize->add_flag("--no-special-tokens", t.no_special_tokens,
                      "do not add the post-processor's tokens (Llama 3's <|begin_of_text|>)");
   auto* presets = app.add_subcommand("presets", "list the named model shapes");
+  const DisaggCommands disagg = add_disagg_commands(app);
 
   try {
     app.parse(argc, argv);
@@ -399,6 +403,7 @@ int main(int argc, char** argv) {
     if (gen->parsed()) return run_generate(g);
     if (tokenize->parsed()) return run_tokenize(t);
     if (presets->parsed()) return run_presets();
+    if (const int status = disagg.run(); status >= 0) return status;
   } catch (const Error& e) {
     std::cout.flush();
     std::cerr << "servelab: error: " << e.what() << "\n";
