@@ -177,10 +177,12 @@ class Router {
       const auto it = requests_.find(req);
       if (it == requests_.end()) continue;
       RoutedRequest& r = it->second;
-      r.decode = pick("decode");
+      // Both roles must be there: a request arriving while workers start waits for them.
+      const bool ready = !pick("prefill").empty();
+      r.decode = ready ? pick("decode") : "";
       if (r.decode.empty()) {
         if (now_seconds() - r.submitted > config_.request_timeout) {
-          fail_request(req, "no decode worker is registered");
+          fail_request(req, "no prefill and decode worker pair registered within --request-timeout");
           continue;
         }
         pending_.push_front(req);

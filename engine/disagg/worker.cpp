@@ -88,9 +88,9 @@ class Worker {
     double last_heard = now_seconds(), next_beat = 0;
     bool shutdown = false;
     while (!shutdown) {
-      const bool busy = !running_.empty();
-      // Idle: sleep in the poll. Busy: look and go back to decoding. UCX progresses either way,
-      // so that the target side of one-sided operations over TCP is served.
+      // Busy (decoding, or KV on its way in or out): look and go back to work, so that UCX
+      // progresses often; over TCP the target of a put or get must serve it. Idle: sleep in the poll.
+      const bool busy = !running_.empty() || !held_.empty() || decode_.size() > running_.size();
       const auto m = receive_message(socket_, busy ? 0 : 2);
       transport_.progress();
       const double now = now_seconds();

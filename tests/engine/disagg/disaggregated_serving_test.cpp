@@ -29,6 +29,7 @@ struct ClusterOptions {
   double kv_timeout = 5;         // --kv-timeout of both workers
   double worker_timeout = 2;     // the router's --worker-timeout
   double router_timeout = 3;     // the workers' --router-timeout
+  std::string link = "none";     // --link
 };
 
 // A router and one worker of each role, stopped (and reaped) when it goes out of scope.
@@ -58,7 +59,7 @@ struct Cluster {
                                  "--threads", "1", "--deterministic", "--num-blocks", std::to_string(blocks),
                                  "--block-size", "4", "--kv-transfer", options.mode, "--kv-timeout",
                                  std::to_string(options.kv_timeout), "--router-timeout",
-                                 std::to_string(options.router_timeout)},
+                                 std::to_string(options.router_timeout), "--link", options.link},
         env);
   }
   // Shuts everything down and returns the workers' exit statuses (0: no block held at exit).
@@ -144,6 +145,18 @@ TEST_CASE("read and send modes move the same KV as write", "[disagg]") {
   const auto [prefill, decode] = cluster.stop();
   CHECK(prefill == std::optional<int>(0));
   CHECK(decode == std::optional<int>(0));
+}
+
+TEST_CASE("link emulation paces a transfer to no faster than bytes over the scaled link rate", "[disagg]") {
+  // tiny's KV is 512 B a token against Llama-3-8B's 131,072: HDR's 25 GB/s scales to 97.7 MB/s.
+  Cluster cluster({.link = "ib-hdr"});
+  const std::vector<ClientRequest> one{{.prompt = std::vector<std::int32_t>(1000, 7), .max_tokens = 1}};
+  const ClientResult r = run_client(cluster.endpoint, one, kRequestTimeout)[0];
+  REQUIRE(r.error.empty());
+  const double rate = 25e9 * 512.0 / 131072.0;
+  CHECK(r.accounting.at("paced_bytes_per_second").get<double>() == Approx(rate));
+  // The lower bound only: a loaded machine may make it slower, never faster (the lab reports the error).
+  CHECK(r.accounting.at("transfer_ms").get<double>() >= 0.99 * 1e3 * 512000.0 / rate);
 }
 
 TEST_CASE("a prefill worker killed before KV_READY: decode frees the blocks and the client hears why", "[disagg]") {
