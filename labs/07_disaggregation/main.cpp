@@ -106,8 +106,8 @@ int main(int argc, char** argv) {
   app.add_option("--prompt-len", prompt_len, "prompt tokens of the measured transfers")->check(CLI::Range(1, 8192))->capture_default_str();
   app.add_option("--requests", num_requests, "requests of the serving comparison")->check(CLI::Range(1, 10000))->capture_default_str();
   app.add_option("--rate", rate, "Poisson arrival rate of the serving comparison, requests/s")->check(CLI::Range(0.01, 1e4))->capture_default_str();
-  app.add_option("--slo-ttft-ms", slo_ttft_ms, "goodput's TTFT limit")->capture_default_str();
-  app.add_option("--slo-tpot-ms", slo_tpot_ms, "goodput's TPOT limit")->capture_default_str();
+  app.add_option("--slo-ttft-ms", slo_ttft_ms, "goodput's TTFT limit")->check(CLI::Range(1e-3, 1e7))->capture_default_str();
+  app.add_option("--slo-tpot-ms", slo_tpot_ms, "goodput's TPOT limit")->check(CLI::Range(1e-3, 1e7))->capture_default_str();
   return run_lab(app, argc, argv, [&] {
     quick_timing(app, o);
     if (o.quick) {
