@@ -65,10 +65,11 @@ struct TransferDescriptor {
 struct TransferOptions {
   double timeout_seconds = 5;        ///< the whole call fails with an Error after this long
   /**
-   * Sender-side pacing to an emulated link, bytes per second; 0 = as fast as
-   * the real path. Descriptor i is posted no earlier than (bytes up to and
-   * including i) / rate after the first, so the call takes bytes / rate plus
-   * the last piece's own time.
+   * Pacing to an emulated link by the side that starts the transfer, bytes
+   * per second; 0 = as fast as the real path. A piece is posted no earlier
+   * than (bytes before it) / rate after the first, and the call returns no
+   * earlier than bytes / rate: when the real path is faster than the
+   * emulated link, the call takes bytes / rate.
    */
   double pace_bytes_per_second = 0;
 };

@@ -3,8 +3,6 @@
 #include <ucp/api/ucp.h>
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 #include "core/error.h"
 #include "core/hex.h"
@@ -139,14 +137,13 @@ struct UcxTransport::State {
       }
     }
   }
-  // Pacing: holds piece i back until (bytes up to and including it) / rate after @p start.
+  // Pacing: holds a piece back until (bytes before it) / rate after @p start; called once more
+  // with every byte after the wait, the call then lasts no less than bytes / rate.
   void pace(double start, std::uint64_t bytes_so_far, double rate) {
     if (rate <= 0) return;
     const double due = start + static_cast<double>(bytes_so_far) / rate;
-    for (double left = due - now_seconds(); left > 0; left = due - now_seconds()) {
-      if (left > 1e-3) std::this_thread::sleep_for(std::chrono::duration<double>(left - 5e-4));
-      ucp_worker_progress(worker);
-    }
+    // Spin, not sleep: the pieces already posted move only while the worker progresses.
+    while (now_seconds() < due) ucp_worker_progress(worker);
   }
 };
 
@@ -272,8 +269,8 @@ void UcxTransport::write(int peer, std::span<const TransferDescriptor> descripto
   std::vector<void*> pending;
   std::uint64_t bytes = 0;
   for (const Piece& piece : cut(descriptors)) {
-    bytes += piece.length;
     s_->pace(start, bytes, options.pace_bytes_per_second);
+    bytes += piece.length;
     const std::byte* src = s_->local(piece.local_region, piece.local_offset, piece.length);
     const std::uint64_t dst = s_->remote(p, piece.remote_region, piece.remote_offset, piece.length);
     ucp_request_param_t params{};
@@ -284,6 +281,7 @@ void UcxTransport::write(int peer, std::span<const TransferDescriptor> descripto
   ucp_request_param_t flush{};
   s_->track(pending, ucp_ep_flush_nbx(p.ep, &flush), "flush");
   s_->wait(pending, start + options.timeout_seconds, "write", &p);
+  s_->pace(start, bytes, options.pace_bytes_per_second);
 }
 
 void UcxTransport::read(int peer, std::span<const TransferDescriptor> descriptors, const TransferOptions& options) {
@@ -292,8 +290,8 @@ void UcxTransport::read(int peer, std::span<const TransferDescriptor> descriptor
   std::vector<void*> pending;
   std::uint64_t bytes = 0;
   for (const Piece& piece : cut(descriptors)) {
-    bytes += piece.length;
     s_->pace(start, bytes, options.pace_bytes_per_second);
+    bytes += piece.length;
     std::byte* dst = s_->local(piece.local_region, piece.local_offset, piece.length);
     const std::uint64_t src = s_->remote(p, piece.remote_region, piece.remote_offset, piece.length);
     ucp_request_param_t params{};
@@ -303,6 +301,7 @@ void UcxTransport::read(int peer, std::span<const TransferDescriptor> descriptor
   ucp_request_param_t flush{};
   s_->track(pending, ucp_ep_flush_nbx(p.ep, &flush), "flush");
   s_->wait(pending, start + options.timeout_seconds, "read", &p);
+  s_->pace(start, bytes, options.pace_bytes_per_second);
 }
 
 void UcxTransport::send(int peer, std::uint64_t tag, std::span<const TransferDescriptor> descriptors,
@@ -312,13 +311,14 @@ void UcxTransport::send(int peer, std::uint64_t tag, std::span<const TransferDes
   std::vector<void*> pending;
   std::uint64_t bytes = 0, index = 0;
   for (const Piece& piece : cut(descriptors)) {
-    bytes += piece.length;
     s_->pace(start, bytes, options.pace_bytes_per_second);
+    bytes += piece.length;
     const std::byte* src = s_->local(piece.local_region, piece.local_offset, piece.length);
     ucp_request_param_t params{};
     s_->track(pending, ucp_tag_send_nbx(p.ep, src, piece.length, tag + index++, &params), "tagged send");
   }
   s_->wait(pending, start + options.timeout_seconds, "send", &p);
+  s_->pace(start, bytes, options.pace_bytes_per_second);
 }
 
 void UcxTransport::recv(std::uint64_t tag, std::span<const TransferDescriptor> descriptors,
