@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
     if (o.quick) {
       prompt_len = std::min(prompt_len, 128);
       num_requests = std::min(num_requests, 4);
+      if (app.count("--rate") == 0) rate = 20;  // real-time runs wait for arrivals: keep them short
     }
     check(Techniques::for_lab(7).disaggregation, "the ladder has no disaggregation switch");
     auto model = load_model(o, false);
