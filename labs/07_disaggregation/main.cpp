@@ -110,8 +110,8 @@ int main(int argc, char** argv) {
   app.add_option("--slo-ttft-ms", slo_ttft_ms, "goodput's TTFT limit")->check(CLI::Range(1e-3, 1e7))->capture_default_str();
   app.add_option("--slo-tpot-ms", slo_tpot_ms, "goodput's TPOT limit")->check(CLI::Range(1e-3, 1e7))->capture_default_str();
   return run_lab(app, argc, argv, [&] {
-    quick_timing(app, o);
     if (o.quick) {
+      quick_timing(app, o);
       prompt_len = std::min(prompt_len, 128);
       num_requests = std::min(num_requests, 4);
       if (app.count("--rate") == 0) rate = 20;  // real-time runs wait for arrivals: keep them short
