@@ -9,8 +9,10 @@ cd "$root"
 build/apps/servelab generate --preset qwen2.5-0.5b --prompt-len 64 --max-new-tokens 32
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
-for lab in 01_autoregressive 02_kv_cache 03_roofline 04_paged_attention 05_flash_attention 06_chunked_prefill; do
+for lab in 01_autoregressive 02_kv_cache 03_roofline 04_paged_attention 05_flash_attention 06_chunked_prefill \
+           07_disaggregation; do
   echo
   "build/labs/lab_$lab" --out results "$@"
+  [ "$lab" = 07_disaggregation ] && continue  # no plot yet: its tables are the result
   "$py" tools/plot_lab.py "results/$lab/$lab.json" || echo "(plots skipped: matplotlib missing)" >&2
 done

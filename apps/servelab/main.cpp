@@ -7,6 +7,8 @@
  *   servelab presets
  *   servelab serve (--preset NAME | --model DIR) [--host H] [--port N] [engine flags]   (serve.cpp)
  *   servelab bench serve [--host H] [--port N] [--request-rate R] [--max-concurrency C] ...   (bench.cpp)
+ *   servelab router [--control tcp://127.0.0.1:0] [--endpoint-file F]          (lab 07)
+ *   servelab worker --role prefill|decode --router tcp://HOST:PORT ...          (lab 07)
  *
  * Results go to stdout, diagnostics to stderr; any bad input prints one
  * `servelab: error: ...` line and exits with status 1 before any output.
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "engine_flags.h"
+#include "disagg_commands.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -385,6 +388,7 @@ int main(int argc, char** argv) {
   CLI::App* bench_serve = nullptr;
   const auto run_serve = servelab::cli::add_serve_command(app, serve);
   const auto run_bench_serve = servelab::cli::add_bench_command(app, bench_serve);
+  const DisaggCommands disagg = add_disagg_commands(app);
 
   try {
     app.parse(argc, argv);
@@ -402,6 +406,7 @@ int main(int argc, char** argv) {
     if (presets->parsed()) return run_presets();
     if (serve->parsed()) return run_serve();
     if (bench_serve->parsed()) return run_bench_serve();
+    if (const int status = disagg.run(); status >= 0) return status;
   } catch (const Error& e) {
     std::cout.flush();
     std::cerr << "servelab: error: " << e.what() << "\n";

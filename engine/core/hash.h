@@ -13,9 +13,8 @@
 
 namespace servelab {
 
-/// 64-bit FNV-1a of @p bytes.
-inline std::uint64_t fnv1a(std::string_view bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
+/// 64-bit FNV-1a of @p bytes; pass the previous result as @p h to hash pieces as if they were one string.
+inline std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h = 0xcbf29ce484222325ull) {
   for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
   return h;
 }

@@ -11,6 +11,7 @@
  * | 04_paged_attention | paged_kv_cache and continuous_batching: seed 000 §6 calls them a pair, space and time |
  * | 05_flash_attention | flash_attention: tiled attention with the online softmax, split-K for long decodes |
  * | 06_chunked_prefill | chunked_prefill |
+ * | 07_disaggregation | disaggregation: prefill and decode in separate worker processes (engine/disagg/) |
  *
  * Later labs add their switch here (paged KV, flash attention, chunked
  * prefill, disaggregation), so the whole ladder reads top to bottom.
@@ -30,6 +31,8 @@ struct Techniques {
   bool flash_attention = false;
   /// lab 06: prompts split over steps so no step exceeds max_num_batched_tokens (SchedulerConfig::enable_chunked_prefill)
   bool chunked_prefill = false;
+  /// lab 07: prefill and decode run in separate worker processes and the KV moves between them (engine/disagg/)
+  bool disaggregation = false;
 
   /**
    * @brief The techniques on in lab @p lab (1-based).

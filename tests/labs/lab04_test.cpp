@@ -18,7 +18,7 @@ TEST_CASE("lab 04 = lab 03 + paged KV blocks and continuous batching", "[lab04]"
   CHECK(four.paged_kv_cache);
   CHECK(four.continuous_batching);
   CHECK_FALSE(four.flash_attention);
-  REQUIRE_ERROR_MENTIONS(Techniques::for_lab(7), "lab 7");
+  REQUIRE_ERROR_MENTIONS(Techniques::for_lab(8), "lab 8");
 }
 
 TEST_CASE("lab 04 --quick prints the three tables with the same tokens under every policy", "[lab04]") {

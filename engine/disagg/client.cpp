@@ -1,0 +1,65 @@
+#include "disagg/client.h"
+
+#include <limits>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+namespace servelab::disagg {
+
+std::vector<ClientResult> run_client(const std::string& endpoint, std::span<const ClientRequest> requests,
+                                     double timeout) {
+  zmq::context_t context;
+  zmq::socket_t socket = connect_dealer(context, endpoint);
+  std::vector<ClientResult> results(requests.size());
+  std::vector<bool> done(requests.size(), false);
+  const double start = now_seconds(), deadline = start + timeout;
+  std::size_t next = 0, remaining = requests.size();
+  while (remaining > 0) {
+    const double now = now_seconds() - start;
+    while (next < requests.size() && requests[next].arrival <= now) {
+      const ClientRequest& r = requests[next];
+      results[next].times.arrival = now;
+      results[next].times.first_scheduled = now;  // the router queues it at once; the client sees no more
+      send_message(socket, {{"type", "submit"}, {"client_req", next}, {"prompt", r.prompt}, {"max_tokens", r.max_tokens}});
+      ++next;
+    }
+    const double wait_until = next < requests.size() ? std::min(start + requests[next].arrival, deadline) : deadline;
+    const auto m = receive_message(socket, std::max(0, static_cast<int>((wait_until - now_seconds()) * 1000)));
+    if (!m) {
+      if (now_seconds() < deadline) continue;
+      std::string open;
+      for (std::size_t i = 0; i < requests.size(); ++i)
+        if (!done[i]) {
+          open += ' ';
+          open += std::to_string(i);
+        }
+      fail("router ", endpoint, ": requests", open, " did not finish within ", timeout, " s");
+    }
+    const auto i = static_cast<std::size_t>(field_int(*m, "req", 0, static_cast<std::int64_t>(requests.size()) - 1));
+    ClientResult& r = results[i];
+    const std::string type = (*m)["type"];
+    const double t = now_seconds() - start;
+    if (type == "token") {
+      r.tokens.push_back(static_cast<std::int32_t>(field_int(*m, "token", 0, std::numeric_limits<std::int32_t>::max())));
+      r.times.token_times.push_back(t);
+    } else if ((type == "finished" || type == "failed") && !done[i]) {
+      if (type == "failed") r.error = field_string(*m, "reason");
+      r.accounting = m->value("accounting", Message::object());
+      r.times.finished = t;
+      done[i] = true;
+      --remaining;
+    }
+  }
+  return results;
+}
+
+void shutdown_router(const std::string& endpoint) {
+  zmq::context_t context;
+  zmq::socket_t socket(context, zmq::socket_type::dealer);
+  socket.set(zmq::sockopt::linger, 500);  // long enough to hand the one message over
+  socket.connect(endpoint);
+  send_message(socket, {{"type", "shutdown"}});
+}
+
+}  // namespace servelab::disagg

@@ -1,0 +1,44 @@
+/**
+ * @file client.h
+ * @brief A client of the router: submits requests at their arrival times and
+ *        collects each one's tokens, timestamps and transfer accounting.
+ */
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "disagg/control.h"
+#include "sched/request.h"
+
+namespace servelab::disagg {
+
+/// One request to send.
+struct ClientRequest {
+  std::vector<std::int32_t> prompt;  ///< token ids
+  int max_tokens = 1;                ///< output tokens wanted
+  double arrival = 0;                ///< seconds after the client starts
+};
+
+/// What came back for one request.
+struct ClientResult {
+  std::vector<std::int32_t> tokens;  ///< output tokens, the prefill worker's first one included
+  std::string error;                 ///< the reason the request failed; empty when it finished
+  Message accounting;                ///< the transfer's accounting (bytes, descriptors, ms, checksums)
+  RequestTimes times;                ///< client-clock seconds: arrival, each token, finish
+};
+
+/**
+ * @brief Submits @p requests to the router at @p endpoint and waits for all of them.
+ * @return one result per request, in order.
+ * @throws Error when not all requests ended within @p timeout seconds (their ids are named).
+ */
+std::vector<ClientResult> run_client(const std::string& endpoint, std::span<const ClientRequest> requests,
+                                     double timeout);
+
+/// Asks the router at @p endpoint to tell its workers to exit, and to exit.
+void shutdown_router(const std::string& endpoint);
+
+}  // namespace servelab::disagg

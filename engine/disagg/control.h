@@ -1,0 +1,62 @@
+/**
+ * @file control.h
+ * @brief The control plane's wire format: JSON messages over ZeroMQ
+ *        (a ROUTER socket in the router, a DEALER in each worker and client),
+ *        as vLLM's, SGLang's and TensorRT-LLM's disaggregated modes do.
+ *
+ * Every message is one JSON object with a "type". Bytes of KV never travel
+ * here; only block ids, tokens and the one-time transport keys do. Incoming
+ * messages are parsed with the depth limit of core/json.h and every number is
+ * read with a range check, so a malformed message is an Error naming the
+ * field, never a crash.
+ */
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "disagg/kv_transfer_plan.h"
+#include "disagg/transport.h"
+
+namespace servelab::disagg {
+
+/// One control message: a JSON object with a string "type".
+using Message = nlohmann::json;
+
+/// A DEALER connected to @p endpoint that drops unsent messages at close (no hang at exit).
+zmq::socket_t connect_dealer(zmq::context_t& context, const std::string& endpoint);
+/// Sends @p message on a DEALER socket.
+void send_message(zmq::socket_t& dealer, const Message& message);
+/// Sends @p message to the peer @p identity of a ROUTER socket.
+void send_message(zmq::socket_t& router, const std::string& identity, const Message& message);
+/**
+ * @brief The next message on a DEALER socket, or nothing after @p timeout_ms.
+ * @throws Error when the message is not a JSON object with a string "type".
+ */
+std::optional<Message> receive_message(zmq::socket_t& dealer, int timeout_ms);
+/// The next (sender identity, message) on a ROUTER socket, or nothing after @p timeout_ms. @throws Error as above.
+std::optional<std::pair<std::string, Message>> receive_routed(zmq::socket_t& router, int timeout_ms);
+
+/// Field @p key of @p m as an integer in [@p lo, @p hi]. @throws Error naming the message type and field.
+std::int64_t field_int(const Message& m, const char* key, std::int64_t lo, std::int64_t hi);
+/// Field @p key of @p m as a string. @throws Error naming the field.
+std::string field_string(const Message& m, const char* key);
+/// Field @p key of @p m as a list of ids in [0, @p hi]. @throws Error naming the field.
+std::vector<std::int32_t> field_ids(const Message& m, const char* key, std::int64_t hi);
+
+/// @p info as JSON (addresses and keys as hex).
+nlohmann::json to_json(const TransportInfo& info);
+/// The inverse of to_json(). @throws Error naming the field when one is missing or malformed.
+TransportInfo transport_info_from_json(const nlohmann::json& j);
+/// @p layout as JSON.
+nlohmann::json to_json(const KVLayout& layout);
+/// The inverse. @throws Error naming the field.
+KVLayout kv_layout_from_json(const nlohmann::json& j);
+
+}  // namespace servelab::disagg

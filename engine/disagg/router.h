@@ -1,0 +1,41 @@
+/**
+ * @file router.h
+ * @brief `servelab router`: the control plane's hub. Workers register with it,
+ *        clients submit to it, and it walks each request through
+ *        decode ALLOC → prefill → KV_READY → decode tokens.
+ * @verbatim
+ *  client ─submit─► router ─alloc─► decode ─allocated{blocks}─► router ─prefill{dst blocks}─► prefill
+ *                     ▲                                                                        │ KV over UCX
+ *                     └──── token / finished ◄── decode ◄── kv_ready{first token} ◄── router ◄─┘
+ * @endverbatim
+ * The router never touches KV bytes. It relays each worker's registration
+ * (transport keys, KV layout, model hash) to the workers of the other role,
+ * sends heartbeats, evicts a worker that falls silent (failing its requests
+ * and telling the other side to free their blocks), and keeps a request that
+ * finds the decode worker full waiting until blocks free up or
+ * request_timeout passes, when the client is told why.
+ * @see labs/07_disaggregation/README.md
+ */
+#pragma once
+
+#include <string>
+
+namespace servelab::disagg {
+
+/// Router settings (`servelab router` flags).
+struct RouterConfig {
+  std::string endpoint = "tcp://127.0.0.1:0";  ///< --control: where to bind; port 0 = an ephemeral one
+  std::string endpoint_file;                   ///< --endpoint-file: write the bound endpoint here (for workers and clients)
+  double heartbeat_interval = 0.25;            ///< seconds between heartbeats to workers
+  double worker_timeout = 2;                   ///< --worker-timeout: a worker silent this long is evicted
+  double request_timeout = 10;                 ///< --request-timeout: longest a request waits for decode blocks
+};
+
+/**
+ * @brief Binds, prints the endpoint on stdout, and serves until a client
+ *        sends shutdown or SIGINT/SIGTERM arrives; then tells the workers to exit.
+ * @throws Error when the endpoint cannot be bound or the endpoint file written.
+ */
+void run_router(const RouterConfig& config);
+
+}  // namespace servelab::disagg

@@ -1,0 +1,50 @@
+/**
+ * @file ucx_transport.h
+ * @brief Transport over UCX's UCP API (Debian's libucx): put/get for WRITE
+ *        and READ, tagged messages for SEND.
+ *
+ * Which wire UCX uses is chosen by the environment, not the code:
+ * `UCX_TLS=tcp UCX_NET_DEVICES=lo` forces the network path on one machine,
+ * `UCX_TLS=sm` shared memory (with cma), and on a cluster `UCX_TLS=rc,sm,self`
+ * with `UCX_NET_DEVICES=mlx5_0:1` InfiniBand or RoCE. A CUDA-enabled UCX build
+ * takes GPU addresses in register_memory() with no code change.
+ *
+ * Single-threaded: one thread calls everything, and progress happens only
+ * inside the calls (busy polling, UCX's default).
+ */
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "disagg/transport.h"
+
+namespace servelab::disagg {
+
+/// UCP context + worker, registered regions, one endpoint and key set per peer.
+class UcxTransport final : public Transport {
+ public:
+  /// Creates the UCP context and worker. @throws Error with UCX's reason when either fails.
+  UcxTransport();
+  ~UcxTransport() override;
+  UcxTransport(const UcxTransport&) = delete;
+  UcxTransport& operator=(const UcxTransport&) = delete;
+
+  int register_memory(void* base, std::size_t length) override;
+  TransportInfo local_info() override;
+  int add_peer(const TransportInfo& peer) override;
+  void remove_peer(int peer) override;
+  void write(int peer, std::span<const TransferDescriptor> descriptors, const TransferOptions& options) override;
+  void read(int peer, std::span<const TransferDescriptor> descriptors, const TransferOptions& options) override;
+  void send(int peer, std::uint64_t tag, std::span<const TransferDescriptor> descriptors,
+            const TransferOptions& options) override;
+  void recv(std::uint64_t tag, std::span<const TransferDescriptor> descriptors,
+            const TransferOptions& options) override;
+  void progress() override;
+
+ private:
+  struct State;  // the UCX handles (kept out of the header, so only this file includes ucp.h)
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace servelab::disagg

@@ -1,0 +1,212 @@
+// Disaggregated serving end to end: a router, a prefill worker and a decode worker as
+// separate `servelab` processes on loopback, against the colocated engine.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/model_config.h"
+#include "disagg/client.h"
+#include "disagg/process.h"
+#include "model/model.h"
+#include "serve/engine.h"
+
+namespace servelab::disagg {
+namespace {
+
+// Each wait is bounded; these are generous for two sanitizer-built processes on a loaded 2-core machine.
+constexpr double kStartTimeout = 10, kRequestTimeout = 20, kExitTimeout = 10;
+
+struct ClusterOptions {
+  std::string tls = "tcp";       // UCX_TLS
+  std::string mode = "write";    // --kv-transfer
+  int decode_blocks = 64;        // --num-blocks of the decode worker
+  double kv_timeout = 5;         // --kv-timeout of both workers
+  double worker_timeout = 2;     // the router's --worker-timeout
+  double router_timeout = 3;     // the workers' --router-timeout
+  std::string link = "none";     // --link
+};
+
+// A router and one worker of each role, stopped (and reaped) when it goes out of scope.
+struct Cluster {
+  explicit Cluster(const ClusterOptions& o) : options(o) {
+    dir = std::filesystem::temp_directory_path() /
+          ("servelab-lab07-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(dir);
+    const std::string file = (dir / "router").string();
+    router = std::make_unique<ChildProcess>(
+        std::vector<std::string>{SERVELAB_EXE, "router", "--endpoint-file", file, "--worker-timeout",
+                                 std::to_string(o.worker_timeout), "--request-timeout", "10"},
+        std::vector<std::pair<std::string, std::string>>{});
+    endpoint = wait_for_endpoint_file(file, kStartTimeout);
+    prefill = start_worker("prefill", 64);
+    decode = start_worker("decode", o.decode_blocks);
+  }
+  ~Cluster() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::unique_ptr<ChildProcess> start_worker(const std::string& role, int blocks) const {
+    const std::vector<std::pair<std::string, std::string>> env{
+        {"UCX_TLS", options.tls}, {"UCX_NET_DEVICES", options.tls == "tcp" ? "lo" : "all"}};
+    return std::make_unique<ChildProcess>(
+        std::vector<std::string>{SERVELAB_EXE, "worker", "--role", role, "--router", endpoint, "--preset", "tiny",
+                                 "--threads", "1", "--deterministic", "--num-blocks", std::to_string(blocks),
+                                 "--block-size", "4", "--kv-transfer", options.mode, "--kv-timeout",
+                                 std::to_string(options.kv_timeout), "--router-timeout",
+                                 std::to_string(options.router_timeout), "--link", options.link},
+        env);
+  }
+  // Shuts everything down and returns the workers' exit statuses (0: no block held at exit).
+  std::pair<std::optional<int>, std::optional<int>> stop() {
+    shutdown_router(endpoint);
+    return {prefill->wait_for(kExitTimeout), decode->wait_for(kExitTimeout)};
+  }
+
+  ClusterOptions options;
+  std::filesystem::path dir;
+  std::string endpoint;
+  std::unique_ptr<ChildProcess> router, prefill, decode;
+  static inline int counter = 0;
+};
+
+// Prompts of 1, 5, 9 and 17 tokens: a part-filled block, exactly full blocks, runs of several.
+std::vector<ClientRequest> requests() {
+  std::vector<ClientRequest> out;
+  for (int n : {1, 5, 9, 17}) {
+    ClientRequest r;
+    for (int i = 0; i < n; ++i) r.prompt.push_back((i * 37 + n * 11) % 512);
+    r.max_tokens = 6;
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The same requests on the colocated engine (labs 04-06), greedy.
+std::vector<std::vector<std::int32_t>> colocated_tokens(const std::vector<ClientRequest>& rs) {
+  EngineOptions options;
+  options.num_threads = 1;
+  options.deterministic = true;
+  auto model = Model::from_preset("tiny", 0, options);
+  EngineConfig config;
+  config.block_size = 4;
+  config.log = [](const std::string&) {};
+  Engine engine(*model, config);
+  for (const ClientRequest& r : rs) engine.add_request(r.prompt, {}, r.max_tokens);
+  while (engine.has_unfinished_requests()) engine.step();
+  std::vector<std::vector<std::int32_t>> out;
+  for (const Request* r : engine.requests()) out.emplace_back(r->output_token_ids().begin(), r->output_token_ids().end());
+  return out;
+}
+
+void check_against_colocated(const std::vector<ClientRequest>& rs, const std::vector<ClientResult>& results) {
+  const auto expected = colocated_tokens(rs);
+  const ModelConfig c = preset("tiny");
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    INFO("request " << i << " of " << rs[i].prompt.size() << " prompt tokens");
+    REQUIRE(results[i].error.empty());
+    CHECK(results[i].tokens == expected[i]);
+    const Message& a = results[i].accounting;
+    // bytes = 2 (K, V) * layers * kv_heads * head_dim * tokens * 4 (f32)
+    CHECK(a.at("bytes").get<std::uint64_t>() ==
+          2ull * c.num_hidden_layers * c.num_key_value_heads * c.head_dim * rs[i].prompt.size() * 4);
+    CHECK(a.at("src_checksum") == a.at("dst_checksum"));
+    CHECK(a.at("descriptors").get<long>() <= a.at("descriptors_uncoalesced").get<long>());
+    CHECK(a.at("transfer_ms").get<double>() > 0);
+  }
+}
+
+TEST_CASE("disaggregated greedy tokens equal the colocated engine's, over TCP and shared memory", "[disagg]") {
+  const std::string tls = GENERATE("tcp", "sm");
+  INFO("UCX_TLS=" << tls);
+  Cluster cluster({.tls = tls});
+  const std::vector<ClientRequest> rs = requests();
+  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
+  check_against_colocated(rs, results);
+  // Every block is free on both sides afterwards: a worker holding any at shutdown exits with 2.
+  const auto [prefill, decode] = cluster.stop();
+  CHECK(prefill == std::optional<int>(0));
+  CHECK(decode == std::optional<int>(0));
+}
+
+TEST_CASE("read and send modes move the same KV as write", "[disagg]") {
+  const std::string mode = GENERATE("read", "send");
+  INFO("--kv-transfer " << mode);
+  Cluster cluster({.mode = mode});
+  const std::vector<ClientRequest> rs = requests();
+  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
+  check_against_colocated(rs, results);
+  for (const ClientResult& r : results) CHECK(r.accounting.at("mode") == mode);
+  const auto [prefill, decode] = cluster.stop();
+  CHECK(prefill == std::optional<int>(0));
+  CHECK(decode == std::optional<int>(0));
+}
+
+TEST_CASE("link emulation paces a transfer to no faster than bytes over the scaled link rate", "[disagg]") {
+  // tiny's KV is 512 B a token against Llama-3-8B's 131,072: HDR's 25 GB/s scales to 97.7 MB/s.
+  Cluster cluster({.link = "ib-hdr"});
+  const std::vector<ClientRequest> one{{.prompt = std::vector<std::int32_t>(200, 7), .max_tokens = 1}};
+  const ClientResult r = run_client(cluster.endpoint, one, kRequestTimeout)[0];
+  REQUIRE(r.error.empty());
+  const double rate = 25e9 * 512.0 / 131072.0;
+  CHECK(r.accounting.at("paced_bytes_per_second").get<double>() == Approx(rate));
+  // The lower bound only: a loaded machine may make it slower, never faster (the lab reports the error).
+  CHECK(r.accounting.at("transfer_ms").get<double>() >= 0.99 * 1e3 * 200 * 512.0 / rate);
+}
+
+TEST_CASE("a prefill worker killed before KV_READY: decode frees the blocks and the client hears why", "[disagg]") {
+  // The decode pool holds exactly one request of 8 + 4 tokens (3 blocks of 4).
+  Cluster cluster({.decode_blocks = 3, .kv_timeout = 0.5, .worker_timeout = 1.5});
+  const std::vector<ClientRequest> one{{.prompt = {1, 2, 3, 4, 5, 6, 7, 8}, .max_tokens = 4}};
+  // Warm: the pair works.
+  REQUIRE(run_client(cluster.endpoint, one, kRequestTimeout)[0].error.empty());
+  cluster.prefill->signal(SIGKILL);
+  REQUIRE(cluster.prefill->wait_for(kExitTimeout).has_value());
+  const ClientResult lost = run_client(cluster.endpoint, one, kRequestTimeout)[0];
+  INFO("reason: " << lost.error);
+  CHECK_THAT(lost.error, Catch::Contains("no KV arrived within --kv-timeout") ||
+                             Catch::Contains("stopped responding"));
+  // A new prefill worker; the request needs every decode block, so it succeeds only if they were freed.
+  cluster.prefill = cluster.start_worker("prefill", 64);
+  ClientResult again;
+  for (int attempt = 0; attempt < 20; ++attempt) {  // until the router has evicted the dead worker (1.5 s)
+    again = run_client(cluster.endpoint, one, kRequestTimeout)[0];
+    if (again.error.empty()) break;
+  }
+  CHECK(again.error.empty());
+  CHECK(again.tokens.size() == 4);
+}
+
+TEST_CASE("when the router dies the workers exit cleanly", "[disagg]") {
+  Cluster cluster({.router_timeout = 1});
+  const std::vector<ClientRequest> one{{.prompt = {3, 1, 4}, .max_tokens = 2}};
+  REQUIRE(run_client(cluster.endpoint, one, kRequestTimeout)[0].error.empty());
+  cluster.router->signal(SIGKILL);
+  CHECK(cluster.prefill->wait_for(kExitTimeout) == std::optional<int>(0));
+  CHECK(cluster.decode->wait_for(kExitTimeout) == std::optional<int>(0));
+}
+
+TEST_CASE("a full decode worker makes requests wait, and refuses one that can never fit, with a reason", "[disagg]") {
+  // Room for one request of 8 + 4 tokens at a time.
+  Cluster cluster({.decode_blocks = 3});
+  std::vector<ClientRequest> rs(3, ClientRequest{.prompt = {9, 8, 7, 6, 5, 4, 3, 2}, .max_tokens = 4});
+  const std::vector<ClientResult> waited = run_client(cluster.endpoint, rs, kRequestTimeout);
+  for (const ClientResult& r : waited) {
+    CHECK(r.error.empty());  // none lost: each waited for the one before to free its blocks
+    CHECK(r.tokens == waited[0].tokens);
+  }
+  const std::vector<ClientRequest> huge{{.prompt = std::vector<std::int32_t>(20, 1), .max_tokens = 4}};
+  const ClientResult refused = run_client(cluster.endpoint, huge, kRequestTimeout)[0];
+  CHECK_THAT(refused.error, Catch::Contains("the decode pool has only 3"));
+  const auto [prefill, decode] = cluster.stop();
+  CHECK(prefill == std::optional<int>(0));
+  CHECK(decode == std::optional<int>(0));
+}
+
+}  // namespace
+}  // namespace servelab::disagg

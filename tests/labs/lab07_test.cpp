@@ -1,0 +1,36 @@
+// Grading tests of lab 07's own run (ctest -L lab07): the three tables come from real
+// router and worker processes, the bytes are the formula's, and bad flags are refused.
+// No time is asserted.
+#include "lab_runner.h"
+#include "serve/ladder.h"
+#include "test_util.h"
+
+using namespace servelab;
+
+TEST_CASE("lab 07 = lab 06 + disaggregation", "[lab07]") {
+  CHECK_FALSE(Techniques::for_lab(6).disaggregation);
+  CHECK(Techniques::for_lab(7).disaggregation);
+  CHECK(Techniques::for_lab(7).chunked_prefill);
+}
+
+TEST_CASE("lab 07 --quick prints the three tables from real transfers", "[lab07]") {
+  test::ScratchDir out("lab07");
+  const auto [r, dir, results] = test::run_lab_quick(LAB07_EXE, "07_disaggregation", out.path());
+  const auto& a = test::table(results, "kv_bytes_per_request");
+  REQUIRE(a["rows"].size() == 9);
+  CHECK(a["rows"][4][test::column(a, "KV bytes")] == 268435456);  // llama-3-8b, 2,048 tokens
+  CHECK(a["rows"][7][test::column(a, "KV bytes")] == 671088640);  // llama-3-70b, 2,048 tokens
+  const auto& b = test::table(results, "measured_transfers");
+  REQUIRE(b["rows"].size() == 8);
+  // small: 4 layers, 2 KV heads of 32, f32; --quick moves 128-token prompts.
+  for (const auto& row : b["rows"]) CHECK(row[test::column(b, "bytes")] == 2 * 4 * 2 * 32 * 128 * 4);
+  const auto& c = test::table(results, "colocated_vs_disaggregated");
+  CHECK(c["rows"].size() == 2 * 5);  // colocated and 1P1D for each of seed 001's five request patterns
+}
+
+TEST_CASE("lab 07 refuses bad flags with one error naming the flag", "[lab07]") {
+  const std::string lab = LAB07_EXE;
+  test::check_refused(lab + " --quick --prompt-len 0 --out /tmp", "--prompt-len");
+  test::check_refused(lab + " --quick --rate 0 --out /tmp", "--rate");
+  test::check_refused(lab + " --quick --slo-tpot-ms 0 --out /tmp", "--slo-tpot-ms");
+}
