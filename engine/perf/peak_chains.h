@@ -18,8 +18,10 @@ namespace servelab::perf {
 /// Accumulators per loop; the FLOPs of one step are kChains × the step's FLOPs.
 inline constexpr int kChains = 12;
 
-/// Multiplier and addend of the chains, read at run time (defined in machine.cpp).
-extern volatile float peak_mul, peak_add;
+/// Multiplier of the chains, read at run time (defined in machine.cpp), so no chain can be folded.
+extern volatile float peak_mul;
+/// Addend of the chains, read at run time like peak_mul.
+extern volatile float peak_add;
 
 /**
  * @brief Runs a = step(a) on kChains accumulators for @p steps steps.
