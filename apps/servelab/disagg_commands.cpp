@@ -36,7 +36,9 @@ DisaggCommands add_disagg_commands(CLI::App& app) {
       ->check(CLI::Range(0.01, 3600.0))->capture_default_str();
 
   c.worker = app.add_subcommand("worker", "lab 07: a prefill or decode worker");
-  c.worker->add_option("--role", v.worker.role, "prefill or decode")->required()->check(CLI::IsMember({"prefill", "decode"}));
+  c.worker->add_option("--role", v.worker.role, "prefill, decode, or both (colocated: prefills the requests it decodes)")
+      ->required()
+      ->check(CLI::IsMember({"prefill", "decode", "both"}));
   auto* router = c.worker->add_option("--router", v.worker.router, "the router's endpoint, tcp://host:port");
   c.worker->add_option("--router-file", v.worker.router_file, "read the router's endpoint from this file")->excludes(router);
   c.worker->add_option("--preset", v.worker.preset, "model shape with synthetic weights")->capture_default_str();

@@ -1,4 +1,4 @@
-// Grading tests of lab 07's own run (ctest -L lab07): the three tables come from real
+// Grading tests of lab 07's own run (ctest -L lab07): tables (a)-(c) come from real
 // router and worker processes, the bytes are the formula's, and bad flags are refused.
 // No time is asserted.
 #include "lab_runner.h"
@@ -26,6 +26,21 @@ TEST_CASE("lab 07 --quick prints the three tables from real transfers", "[lab07]
   for (const auto& row : b["rows"]) CHECK(row[test::column(b, "bytes")] == 2 * 4 * 2 * 32 * 128 * 4);
   const auto& c = test::table(results, "colocated_vs_disaggregated");
   CHECK(c["rows"].size() == 2 * 5);  // colocated and 1P1D for each of seed 001's five request patterns
+  // (d): each real row of (c) replayed on the simulator, with its error.
+  const auto& d = test::table(results, "simulator_check");
+  REQUIRE(d["rows"].size() == 2 * 5);
+  CHECK_THAT(d["note"].get<std::string>(), Catch::Contains("Calibration error"));
+  // (e): seven fleets for each of the strategy table's four patterns, every one labelled simulated.
+  const auto& e = test::table(results, "simulated_fleets");
+  REQUIRE(e["rows"].size() == 7 * 4);
+  CHECK_THAT(e["title"].get<std::string>(), Catch::Contains("Simulated"));
+  for (const auto& row : e["rows"]) {
+    const std::string fleet = row[test::column(e, "fleet (simulated)")];
+    const bool colocated = fleet.starts_with("colocated");
+    // A disaggregated fleet moves KV: its transfer column is a time; a colocated one moves none.
+    CHECK(row[test::column(e, "KV transfer p50 [ms]")].is_number() == !colocated);
+    CHECK(row[test::column(e, "goodput per GPU [req/s]")].get<double>() >= 0);
+  }
 }
 
 TEST_CASE("lab 07 refuses bad flags with one error naming the flag", "[lab07]") {
@@ -33,4 +48,6 @@ TEST_CASE("lab 07 refuses bad flags with one error naming the flag", "[lab07]") 
   test::check_refused(lab + " --quick --prompt-len 0 --out /tmp", "--prompt-len");
   test::check_refused(lab + " --quick --rate 0 --out /tmp", "--rate");
   test::check_refused(lab + " --quick --slo-tpot-ms 0 --out /tmp", "--slo-tpot-ms");
+  test::check_refused(lab + " --quick --sim-link carrier-pigeon --out /tmp", "--sim-link");
+  test::check_refused(lab + " --quick --sim-gpu abacus --out /tmp", "--sim-gpu");
 }

@@ -30,6 +30,7 @@ struct ClusterOptions {
   double worker_timeout = 2;     // the router's --worker-timeout
   double router_timeout = 3;     // the workers' --router-timeout
   std::string link = "none";     // --link
+  bool both = false;             // one worker of role both instead of a prefill and a decode worker
 };
 
 // A router and one worker of each role, stopped (and reaped) when it goes out of scope.
@@ -44,8 +45,12 @@ struct Cluster {
                                  std::to_string(o.worker_timeout), "--request-timeout", "10"},
         std::vector<std::pair<std::string, std::string>>{});
     endpoint = wait_for_endpoint_file(file, kStartTimeout);
-    prefill = start_worker("prefill", 64);
-    decode = start_worker("decode", o.decode_blocks);
+    if (o.both) {
+      prefill = start_worker("both", o.decode_blocks);
+    } else {
+      prefill = start_worker("prefill", 64);
+      decode = start_worker("decode", o.decode_blocks);
+    }
   }
   ~Cluster() {
     std::error_code ec;
@@ -65,7 +70,7 @@ struct Cluster {
   // Shuts everything down and returns the workers' exit statuses (0: no block held at exit).
   std::pair<std::optional<int>, std::optional<int>> stop() {
     shutdown_router(endpoint);
-    return {prefill->wait_for(kExitTimeout), decode->wait_for(kExitTimeout)};
+    return {prefill->wait_for(kExitTimeout), decode ? decode->wait_for(kExitTimeout) : std::optional<int>(0)};
   }
 
   ClusterOptions options;
@@ -132,6 +137,22 @@ TEST_CASE("disaggregated greedy tokens equal the colocated engine's, over TCP an
   const auto [prefill, decode] = cluster.stop();
   CHECK(prefill == std::optional<int>(0));
   CHECK(decode == std::optional<int>(0));
+}
+
+TEST_CASE("a worker of both roles serves alone, colocated: the same tokens, no KV moved", "[disagg]") {
+  Cluster cluster({.both = true});
+  const std::vector<ClientRequest> rs = requests();
+  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
+  const auto expected = colocated_tokens(rs);
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    REQUIRE(results[i].error.empty());
+    CHECK(results[i].tokens == expected[i]);
+    const Message& a = results[i].accounting;
+    CHECK(a.at("mode") == "local");
+    CHECK(a.at("bytes").get<std::uint64_t>() == 0);
+    CHECK(a.at("src_checksum") == a.at("dst_checksum"));
+  }
+  CHECK(cluster.stop().first == std::optional<int>(0));  // every block free at exit
 }
 
 TEST_CASE("read and send modes move the same KV as write", "[disagg]") {
