@@ -248,10 +248,17 @@ int main(int argc, char** argv) {
     std::vector<std::pair<Work, double>> steps;           // the colocated steps: the simulator's calibration data
     std::vector<std::vector<WorkloadRequest>> workloads;  // per pattern, for the simulator check
     std::vector<std::array<ServingMetrics, 2>> real;      // per pattern: colocated, 1P1D
+    std::vector<double> control_seconds;                  // per pattern: the ZeroMQ hops in a lone request's TTFT
     EngineConfig colocated_config;  // lab 06's switches
     colocated_config.scheduler.enable_chunked_prefill = Techniques::for_lab(6).chunked_prefill;
     colocated_config.scheduler.max_num_batched_tokens = 512;
     colocated_config.log = [](const std::string&) {};
+    {
+      // Warm-up, as the cluster gets one per pattern: the first steps of a fresh process are slow.
+      Engine engine(*colocated, colocated_config);
+      engine.add_request(synthetic_prompt(l_prompt, c.vocab_size, 1), {}, 2);
+      while (engine.has_unfinished_requests()) engine.step();
+    }
     Progress patterns_bar("patterns", static_cast<long>(patterns.size()));
     for (const Pattern& pattern : patterns) {
       WorkloadSpec spec;
@@ -288,7 +295,11 @@ int main(int argc, char** argv) {
       {
         std::vector<ClientRequest> sent;
         for (const WorkloadRequest& w : workload) sent.push_back({w.prompt_ids, w.max_tokens, w.arrival_s});
-        (void)run_client(cluster.endpoint, std::span(sent).first(1), kTimeout);  // warm-up
+        // Warm-up, alone in the cluster: its TTFT less its prefill and transfer is the control plane's share.
+        const ClientResult warm = run_client(cluster.endpoint, std::span(sent).first(1), kTimeout).at(0);
+        check(warm.error.empty() && !warm.times.token_times.empty(), "disaggregated warm-up failed: ", warm.error);
+        control_seconds.push_back(warm.times.token_times[0] - warm.times.arrival -
+                                  (warm.accounting.at("prefill_ms").get<double>() + warm.accounting.at("transfer_ms").get<double>()) / 1e3);
         const auto requests = as_requests(sent, run_client(cluster.endpoint, sent, kTimeout));
         std::vector<const Request*> view;
         for (const auto& r : requests) view.push_back(r.get());
@@ -339,6 +350,7 @@ int main(int argc, char** argv) {
     cpu_fleet.decode.scheduler = {SchedulingPolicy::CONTINUOUS, 256, 8192, true, 0};   // every running request each step
     cpu_fleet.decode.log = colocated_config.log;
     cpu_fleet.link_bytes_per_second = sm_write_bytes_per_second;
+    cpu_fleet.transfer_overhead_s = std::max(0.0, summarize(control_seconds).median);
     cpu_fleet.kv_bytes_per_token = kv_bytes_per_token(c, 4);
     Table calib;
     calib.name = "simulator_check";
@@ -369,7 +381,8 @@ int main(int argc, char** argv) {
         << " ms; workers: fitted to " << worker_steps.size() << " steps of the same workloads on "
         << threads << " thread(s), max(FLOPs / (" << peak1 / 1e9 << " x " << worker_cost.compute_efficiency << "), bytes / ("
         << bandwidth1 / 1e9 << " x " << worker_cost.memory_efficiency << ")) + " << worker_cost.overhead_s * 1e3
-        << " ms; the KV moves at (b)'s sm write rate. Calibration error (|error| over these rows): "
+        << " ms; the KV moves at (b)'s sm write rate, plus " << std::setprecision(2) << cpu_fleet.transfer_overhead_s * 1e3
+        << " ms of control messages per request (the median over the warm-up requests of (c)). Calibration error (|error| over these rows): "
         << std::setprecision(0) << calibration_error.median << "% median, " << calibration_error.max << "% max.";
       calib.note = n.str();
     }
@@ -442,8 +455,14 @@ int main(int argc, char** argv) {
       for (const FleetShape& shape : shapes) {
         const FleetRun run = serve_at(shape, sim_load * saturation);
         const ServingMetrics m = metrics(run);
-        // DistServe's goodput: the highest rate per GPU at which 90% of requests meet the SLO (bisection).
-        double lo = 0, hi = 2 * saturation;
+        // DistServe's goodput: the highest rate per GPU at which 90% of requests meet the SLO, by bisection
+        // below what this fleet serves with every request there at once (no higher rate is sustainable,
+        // however short a run hides its queue).
+        spec.num_requests = sim_requests * shape.num_instances();
+        spec.arrivals = parse_arrivals("all", "--sim-load");
+        fleet.shape = shape;
+        double lo = 0, hi = metrics(simulate_fleet(gpu_sim, fleet, make_workload(spec, g.vocab_size))).requests_per_second /
+                            shape.num_instances();
         for (int i = 0; i < 10; ++i) {
           const double mid = (lo + hi) / 2;
           const ServingMetrics at = metrics(serve_at(shape, mid));

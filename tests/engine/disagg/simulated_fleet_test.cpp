@@ -89,7 +89,7 @@ TEST_CASE("colocated xN is N simulated engines, requests dealt round robin", "[d
   }
 }
 
-TEST_CASE("a request of one token is done at prefill; more prefill instances shorten the queue", "[disagg]") {
+TEST_CASE("a request of one token is done at prefill, and more prefill instances shorten the queue", "[disagg]") {
   const SimulatedModel sim = llama_on_h100();
   std::vector<WorkloadRequest> w;
   for (int i = 0; i < 8; ++i) w.push_back(request(0, 4096, i == 0 ? 1 : 8));
