@@ -84,7 +84,8 @@ FleetRun simulate_fleet(const SimulatedModel& model, const FleetConfig& config,
     // 2. Its link: transfers leave in the order their prefills ended, one at a time.
     std::vector<std::size_t> order(mine.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
-    std::ranges::sort(order, {}, [&](std::size_t k) { return times[k].token_times.at(0); });
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t x, std::size_t y) { return times[x].token_times.at(0) < times[y].token_times.at(0); });
     double link_free = 0;
     for (std::size_t k : order) {
       const WorkloadRequest& w = workload[mine[k].index];
@@ -105,7 +106,9 @@ FleetRun simulate_fleet(const SimulatedModel& model, const FleetConfig& config,
   std::vector<std::size_t> by_ready;
   for (std::size_t i = 0; i < workload.size(); ++i)
     if (workload[i].max_tokens > 1) by_ready.push_back(i);
-  std::ranges::stable_sort(by_ready, {}, [&](std::size_t i) { return run.times[i].token_times[0]; });
+  std::stable_sort(by_ready.begin(), by_ready.end(), [&](std::size_t x, std::size_t y) {
+    return run.times[x].token_times[0] < run.times[y].token_times[0];
+  });
   std::vector<std::vector<Arrival>> decode_arrivals(static_cast<std::size_t>(shape.num_decode));
   for (std::size_t k = 0; k < by_ready.size(); ++k)
     decode_arrivals[k % decode_arrivals.size()].push_back({run.times[by_ready[k]].token_times[0], by_ready[k]});

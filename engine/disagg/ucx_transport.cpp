@@ -177,7 +177,7 @@ UcxTransport::UcxTransport() : s_(std::make_unique<State>()) {
   ucs_check(init, "ucp_init");
   ucp_worker_params_t worker_params{};
   worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // a layer streamer sends from its own thread
   const ucs_status_t created = ucp_worker_create(s_->context, &worker_params, &s_->worker);
   if (created != UCS_OK) ucp_cleanup(s_->context);
   ucs_check(created, "ucp_worker_create");

@@ -14,7 +14,9 @@
  * sm transports have no peer failure detection and would refuse the endpoint
  * with an ERROR line; there the transfer timeouts alone guard the waits.
  *
- * Single-threaded: one thread calls everything, and progress happens only
+ * One thread at a time (UCS_THREAD_MODE_SERIALIZED): any thread may call,
+ * never two at once (a LayerStreamer's thread sends while the worker's main
+ * thread computes and leaves the transport alone). Progress happens only
  * inside the calls (busy polling, UCX's default).
  */
 #pragma once

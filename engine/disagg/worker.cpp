@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -13,6 +14,7 @@
 #include "core/timer.h"
 #include "disagg/control.h"
 #include "disagg/kv_transfer_plan.h"
+#include "disagg/layer_streamer.h"
 #include "disagg/link.h"
 #include "disagg/process.h"
 #include "disagg/ucx_transport.h"
@@ -65,6 +67,8 @@ class Worker {
     check(c.role == "prefill" || c.role == "decode" || c.role == "both", "--role must be prefill, decode or both, got '",
           c.role, "'");
     check(c.kv_timeout > 0 && c.router_timeout > 0, "--kv-timeout and --router-timeout must be > 0");
+    check(!c.layerwise || c.mode == TransferMode::WRITE, "--layerwise streams writes: it needs --kv-transfer write, got ",
+          to_string(c.mode));
     const Link& link = find_link(c.link, "--link");
     EngineOptions options;
     options.num_threads = c.threads;
@@ -202,22 +206,57 @@ class Worker {
       blocks = pool_->get_new_blocks(needed);
       Batch batch;
       batch.add(blocks, 0, prompt);
-      const double t0 = now_seconds();
-      const std::int32_t first = model_->forward_greedy(batch, *cache_).at(0);
-      const double t1 = now_seconds();
       const TransferPlan plan = plan_transfer(layout_, blocks, decode.layout, dst, n, 0, layout_.num_layers);
       const TransferOptions options{.timeout_seconds = c_.kv_timeout, .pace_bytes_per_second = pace_};
+      std::optional<LayerStreamer> streamer;
+      std::size_t streamed_descriptors = 0;  // per-layer plans coalesce within a layer only
+      if (c_.layerwise) {
+        std::vector<std::vector<TransferDescriptor>> layers;
+        for (int l = 0; l < layout_.num_layers; ++l) {
+          layers.push_back(plan_transfer(layout_, blocks, decode.layout, dst, n, l, l + 1).descriptors);
+          streamed_descriptors += layers.back().size();
+        }
+        streamer.emplace(transport_, decode.handle, std::move(layers), options);
+        model_->set_layer_hook([&](int l) { streamer->layer_done(l); });
+      }
+      const double t0 = now_seconds();
+      std::int32_t first = 0;
+      try {
+        first = model_->forward_greedy(batch, *cache_).at(0);
+      } catch (...) {
+        model_->set_layer_hook({});
+        throw;
+      }
+      const double t1 = now_seconds();
+      model_->set_layer_hook({});
       Message accounting = {{"mode", to_string(c_.mode)}, {"prompt_tokens", n}, {"bytes", plan.bytes},
                             {"descriptors_uncoalesced", plan.num_uncoalesced},
                             {"descriptors", plan.descriptors.size()}, {"prefill_ms", (t1 - t0) * 1e3},
                             {"src_checksum", hex64(kv_checksum(*cache_, blocks, n))},
-                            {"paced_bytes_per_second", pace_}};
+                            {"paced_bytes_per_second", pace_}, {"layerwise", c_.layerwise}};
       Message ready = {{"type", "kv_ready"}, {"req", req}, {"first_token", first}, {"src_blocks", blocks}};
       if (c_.mode == TransferMode::READ) {
         // vLLM's delayed free: the blocks stay until decode has read them, or kv_timeout.
         ready["accounting"] = accounting;
         send_message(socket_, ready);
         held_[req] = {blocks, now_seconds() + c_.kv_timeout};
+        ++served_;
+        return;
+      }
+      if (streamer) {
+        // Per layer: the link was busy for busy_seconds, overlapped_seconds of them while the forward ran;
+        // the request waited exposed_ms beyond its compute for the last layer.
+        const StreamStats st = streamer->finish(t0, t1);
+        accounting["transfer_ms"] = st.busy_seconds * 1e3;
+        accounting["gb_per_s"] = static_cast<double>(plan.bytes) / st.busy_seconds / 1e9;
+        accounting["transfer_over_prefill"] = st.busy_seconds / (t1 - t0);
+        accounting["overlapped_ms"] = st.overlapped_seconds * 1e3;
+        accounting["overlap_fraction"] = st.overlapped_seconds / st.busy_seconds;
+        accounting["exposed_ms"] = std::max(0.0, st.end - t1) * 1e3;
+        accounting["descriptors"] = streamed_descriptors;
+        ready["accounting"] = accounting;
+        pool_->free_blocks(blocks);
+        send_message(socket_, ready);
         ++served_;
         return;
       }

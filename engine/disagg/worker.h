@@ -47,6 +47,7 @@ struct WorkerConfig {
   int num_blocks = 256;              ///< --num-blocks: KV blocks in this worker's pool
   int block_size = 16;               ///< --block-size: tokens per block (must match the peer's)
   TransferMode mode = TransferMode::WRITE;  ///< --kv-transfer
+  bool layerwise = false;            ///< --layerwise: stream each layer's KV during the forward pass (WRITE only)
   std::string link = "none";         ///< --link: emulated interconnect (link.h)
   std::string link_model = "llama-3-8b";  ///< --link-model: the large model whose KV the pacing stands in for
   double kv_timeout = 5;             ///< --kv-timeout: longest wait for a request's KV (either side), seconds

@@ -21,7 +21,7 @@ TEST_CASE("lab 07 --quick prints the three tables from real transfers", "[lab07]
   CHECK(a["rows"][4][test::column(a, "KV bytes")] == 268435456);  // llama-3-8b, 2,048 tokens
   CHECK(a["rows"][7][test::column(a, "KV bytes")] == 671088640);  // llama-3-70b, 2,048 tokens
   const auto& b = test::table(results, "measured_transfers");
-  REQUIRE(b["rows"].size() == 8);
+  REQUIRE(b["rows"].size() == 11);
   // small: 4 layers, 2 KV heads of 32, f32; --quick moves 128-token prompts.
   for (const auto& row : b["rows"]) CHECK(row[test::column(b, "bytes")] == 2 * 4 * 2 * 32 * 128 * 4);
   const auto& c = test::table(results, "colocated_vs_disaggregated");

@@ -31,6 +31,7 @@ struct ClusterOptions {
   double router_timeout = 3;     // the workers' --router-timeout
   std::string link = "none";     // --link
   bool both = false;             // one worker of role both instead of a prefill and a decode worker
+  bool layerwise = false;        // --layerwise
 };
 
 // A router and one worker of each role, stopped (and reaped) when it goes out of scope.
@@ -59,13 +60,13 @@ struct Cluster {
   std::unique_ptr<ChildProcess> start_worker(const std::string& role, int blocks) const {
     const std::vector<std::pair<std::string, std::string>> env{
         {"UCX_TLS", options.tls}, {"UCX_NET_DEVICES", options.tls == "tcp" ? "lo" : "all"}};
-    return std::make_unique<ChildProcess>(
-        std::vector<std::string>{SERVELAB_EXE, "worker", "--role", role, "--router", endpoint, "--preset", "tiny",
-                                 "--threads", "1", "--deterministic", "--num-blocks", std::to_string(blocks),
-                                 "--block-size", "4", "--kv-transfer", options.mode, "--kv-timeout",
-                                 std::to_string(options.kv_timeout), "--router-timeout",
-                                 std::to_string(options.router_timeout), "--link", options.link},
-        env);
+    std::vector<std::string> argv{SERVELAB_EXE, "worker", "--role", role, "--router", endpoint, "--preset", "tiny",
+                                  "--threads", "1", "--deterministic", "--num-blocks", std::to_string(blocks),
+                                  "--block-size", "4", "--kv-transfer", options.mode, "--kv-timeout",
+                                  std::to_string(options.kv_timeout), "--router-timeout",
+                                  std::to_string(options.router_timeout), "--link", options.link};
+    if (options.layerwise) argv.push_back("--layerwise");
+    return std::make_unique<ChildProcess>(argv, env);
   }
   // Shuts everything down and returns the workers' exit statuses (0: no block held at exit).
   std::pair<std::optional<int>, std::optional<int>> stop() {
@@ -153,6 +154,35 @@ TEST_CASE("a worker of both roles serves alone, colocated: the same tokens, no K
     CHECK(a.at("src_checksum") == a.at("dst_checksum"));
   }
   CHECK(cluster.stop().first == std::optional<int>(0));  // every block free at exit
+}
+
+TEST_CASE("layer-wise streaming moves the same KV as the whole-request write, and says how much overlapped", "[disagg]") {
+  const std::vector<ClientRequest> rs = requests();
+  std::vector<ClientResult> whole, streamed;
+  {
+    Cluster cluster({});
+    whole = run_client(cluster.endpoint, rs, kRequestTimeout);
+    CHECK(cluster.stop() == std::pair{std::optional<int>(0), std::optional<int>(0)});
+  }
+  {
+    Cluster cluster({.layerwise = true});
+    streamed = run_client(cluster.endpoint, rs, kRequestTimeout);
+    CHECK(cluster.stop() == std::pair{std::optional<int>(0), std::optional<int>(0)});
+  }
+  check_against_colocated(rs, streamed);
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    REQUIRE(whole[i].error.empty());
+    const Message &w = whole[i].accounting, &s = streamed[i].accounting;
+    CHECK(s.at("layerwise") == true);
+    CHECK(streamed[i].tokens == whole[i].tokens);
+    CHECK(s.at("src_checksum") == w.at("src_checksum"));
+    CHECK(s.at("dst_checksum") == w.at("dst_checksum"));
+    CHECK(s.at("bytes") == w.at("bytes"));
+    const double overlap = s.at("overlap_fraction").get<double>();
+    CHECK(overlap >= 0);
+    CHECK(overlap <= 1);
+    CHECK(s.at("overlapped_ms").get<double>() <= s.at("transfer_ms").get<double>() + 1e-9);
+  }
 }
 
 TEST_CASE("read and send modes move the same KV as write", "[disagg]") {
