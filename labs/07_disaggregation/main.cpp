@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
       prompt_len = std::min(prompt_len, 128);
       num_requests = std::min(num_requests, 4);
       if (app.count("--rate") == 0) rate = 20;  // real-time runs wait for arrivals: keep them short
-      if (app.count("--sim-requests") == 0) sim_requests = 60;
+      if (app.count("--sim-requests") == 0) sim_requests = 20;
     }
     try {  // unknown names are refused before anything runs, naming the flag
       gpu(sim_gpu);
@@ -476,7 +476,7 @@ int main(int argc, char** argv) {
         fleet.shape = shape;
         double lo = 0, hi = metrics(simulate_fleet(gpu_sim, fleet, make_workload(spec, g.vocab_size))).requests_per_second /
                             shape.num_instances();
-        for (int i = 0; i < 10; ++i) {
+        for (int i = 0; i < (o.quick ? 5 : 10); ++i) {  // --quick: within 3% of the saturation rate
           const double mid = (lo + hi) / 2;
           const ServingMetrics at = metrics(serve_at(shape, mid));
           (at.num_meeting_slo >= 0.9 * at.num_requests ? lo : hi) = mid;
