@@ -13,7 +13,7 @@ TEST_CASE("lab 07 = lab 06 + disaggregation", "[lab07]") {
   CHECK(Techniques::for_lab(7).chunked_prefill);
 }
 
-TEST_CASE("lab 07 --quick prints the three tables from real transfers", "[lab07]") {
+TEST_CASE("lab 07 --quick prints five tables: (a)-(c) from real transfers, (d) and (e) simulated", "[lab07]") {
   test::ScratchDir out("lab07");
   const auto [r, dir, results] = test::run_lab_quick(LAB07_EXE, "07_disaggregation", out.path());
   const auto& a = test::table(results, "kv_bytes_per_request");
