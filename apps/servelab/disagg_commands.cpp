@@ -36,7 +36,9 @@ DisaggCommands add_disagg_commands(CLI::App& app) {
       ->check(CLI::Range(0.01, 3600.0))->capture_default_str();
 
   c.worker = app.add_subcommand("worker", "lab 07: a prefill or decode worker");
-  c.worker->add_option("--role", v.worker.role, "prefill or decode")->required()->check(CLI::IsMember({"prefill", "decode"}));
+  c.worker->add_option("--role", v.worker.role, "prefill, decode, or both (colocated: prefills the requests it decodes)")
+      ->required()
+      ->check(CLI::IsMember({"prefill", "decode", "both"}));
   auto* router = c.worker->add_option("--router", v.worker.router, "the router's endpoint, tcp://host:port");
   c.worker->add_option("--router-file", v.worker.router_file, "read the router's endpoint from this file")->excludes(router);
   c.worker->add_option("--preset", v.worker.preset, "model shape with synthetic weights")->capture_default_str();
@@ -49,6 +51,8 @@ DisaggCommands add_disagg_commands(CLI::App& app) {
   c.worker->add_option("--block-size", v.worker.block_size, "tokens per KV block")->check(CLI::Range(1, 4096))->capture_default_str();
   c.worker->add_option("--kv-transfer", v.mode, "write (prefill puts), read (decode gets) or send (tagged send/recv)")
       ->check(CLI::IsMember({"write", "read", "send"}))->capture_default_str();
+  c.worker->add_flag("--layerwise", v.worker.layerwise,
+                     "prefill: send each layer's KV as soon as it is computed, while later layers compute (write mode)");
   c.worker->add_option("--link", v.worker.link, "emulated link: ib-hdr, ib-ndr, roce-100g, nvlink or none")->capture_default_str();
   c.worker->add_option("--link-model", v.worker.link_model, "preset whose KV the pacing stands in for")->capture_default_str();
   c.worker->add_option("--kv-timeout", v.worker.kv_timeout, "longest wait for a request's KV, seconds")

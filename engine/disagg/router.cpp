@@ -20,7 +20,7 @@ volatile std::sig_atomic_t g_stop = 0;
 
 struct Worker {
   int id = 0;
-  std::string role;       // "prefill" or "decode"
+  std::string role;       // "prefill", "decode" or "both"
   Message registration;   // as sent, relayed to the other role
   double last_seen = 0;
 };
@@ -101,7 +101,8 @@ class Router {
     if (it == requests_.end()) return;  // finished or failed already (a late message)
     RoutedRequest& r = it->second;
     if (type == "allocated") {
-      r.prefill = pick("prefill");
+      // A worker of both roles prefills its own requests: the prompt runs where its KV will live.
+      r.prefill = workers_.at(r.decode).role == "both" ? r.decode : pick("prefill");
       if (r.prefill.empty()) return fail_request(req, "no prefill worker is registered");
       send_message(socket_, r.prefill, {{"type", "prefill"}, {"req", req}, {"prompt", r.prompt},
                                         {"dst_blocks", m.at("blocks")}, {"decode_worker", workers_.at(r.decode).id}});
@@ -136,7 +137,8 @@ class Router {
 
   void register_worker(const std::string& from, const Message& m) {
     const std::string role = field_string(m, "role");
-    check(role == "prefill" || role == "decode", "register: role must be prefill or decode, got '", role, "'");
+    check(role == "prefill" || role == "decode" || role == "both", "register: role must be prefill, decode or both, got '",
+          role, "'");
     const std::string hash = field_string(m, "model_hash");
     for (const auto& [identity, w] : workers_)
       if (w.registration["model_hash"] != hash) {
@@ -148,9 +150,10 @@ class Router {
     Worker w{next_worker_++, role, m, now_seconds()};
     w.registration["worker_id"] = w.id;
     send_message(socket_, from, {{"type", "registered"}, {"worker_id", w.id}});
-    // The metadata exchange: each side learns the other role's transport keys once.
+    // The metadata exchange: each side learns the other role's transport keys once (a worker of
+    // both roles may move KV to or from any other).
     for (const auto& [identity, other] : workers_)
-      if (other.role != role) {
+      if (other.role != role || role == "both") {
         Message to_new = other.registration, to_other = w.registration;
         to_new["type"] = to_other["type"] = "peer";
         send_message(socket_, from, to_new);
@@ -193,11 +196,11 @@ class Router {
     }
   }
 
-  // Round robin over the workers of @p role.
+  // Round robin over the workers of @p role, and those of both roles.
   std::string pick(const std::string& role) {
     std::vector<std::string> of_role;
     for (const auto& [identity, w] : workers_)
-      if (w.role == role) of_role.push_back(identity);
+      if (w.role == role || w.role == "both") of_role.push_back(identity);
     if (of_role.empty()) return "";
     return of_role[round_robin_++ % of_role.size()];
   }

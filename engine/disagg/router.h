@@ -13,7 +13,9 @@
  * sends heartbeats, evicts a worker that falls silent (failing its requests
  * and telling the other side to free their blocks), and keeps a request that
  * finds the decode worker full waiting until blocks free up or
- * request_timeout passes, when the client is told why.
+ * request_timeout passes, when the client is told why. A worker of role
+ * `both` counts as either; a request whose decode blocks it holds is
+ * prefilled by it too (colocated under the same router: no KV moves).
  * @see labs/07_disaggregation/README.md
  */
 #pragma once

@@ -3,6 +3,8 @@
 #include <ucp/api/ucp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "core/error.h"
 #include "core/hex.h"
@@ -33,6 +35,23 @@ std::vector<Piece> cut(std::span<const TransferDescriptor> descriptors) {
       pieces.push_back({d.local_offset + at, d.remote_offset + at, std::min(kMaxPieceBytes, d.length - at),
                         d.local_region, d.remote_region});
   return pieces;
+}
+
+// True when UCX_TLS names shared-memory transports alone (sm, posix, sysv, cma, ...). UCX 1.13's
+// shared-memory transports cannot detect a dead peer: asked for peer error handling they refuse
+// the endpoint and log an ERROR, so such a run asks for none and relies on the timeouts.
+bool shared_memory_only(const char* tls) {
+  if (tls == nullptr || *tls == '\0' || *tls == '^') return false;  // unset or an exclusion list: UCX may pick a network
+  std::string list = tls;
+  for (std::size_t start = 0; start <= list.size();) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    const std::string name = list.substr(start, end - start);
+    if (name != "sm" && name != "shm" && name != "posix" && name != "sysv" && name != "cma" && name != "knem" &&
+        name != "xpmem" && name != "self")
+      return false;
+    start = end + 1;
+  }
+  return true;
 }
 
 }  // namespace
@@ -158,7 +177,7 @@ UcxTransport::UcxTransport() : s_(std::make_unique<State>()) {
   ucs_check(init, "ucp_init");
   ucp_worker_params_t worker_params{};
   worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // a layer streamer sends from its own thread
   const ucs_status_t created = ucp_worker_create(s_->context, &worker_params, &s_->worker);
   if (created != UCS_OK) ucp_cleanup(s_->context);
   ucs_check(created, "ucp_worker_create");
@@ -210,20 +229,22 @@ int UcxTransport::add_peer(const TransportInfo& info) {
   const int id = s_->next_peer++;
   State::Peer& p = s_->peers[id];
   ucp_ep_params_t params{};
-  params.field_mask =
-      UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
   params.address = reinterpret_cast<const ucp_address_t*>(address.data());
   // Peer error handling: a dead peer fails its operations instead of aborting this process.
-  // UCX 1.13's shared-memory transports cannot detect a dead peer and refuse this mode
-  // ("no peer failure handler"); there the endpoint is made without it, and only the
-  // timeouts guard the waits.
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  params.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t status) {
-    static_cast<State::Peer*>(arg)->error = status;
-  };
-  params.err_handler.arg = &p;
+  // Shared-memory-only runs cannot have it (see shared_memory_only); there only the timeouts
+  // guard the waits.
+  if (!shared_memory_only(std::getenv("UCX_TLS"))) {
+    params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t status) {
+      static_cast<State::Peer*>(arg)->error = status;
+    };
+    params.err_handler.arg = &p;
+  }
   ucs_status_t status = ucp_ep_create(s_->worker, &params, &p.ep);
-  if (status == UCS_ERR_UNREACHABLE) {
+  if (status == UCS_ERR_UNREACHABLE && (params.field_mask & UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE) != 0) {
+    // Transports the list above does not know refused it too: the same endpoint without it.
     params.field_mask &= ~static_cast<std::uint64_t>(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
     status = ucp_ep_create(s_->worker, &params, &p.ep);
   }

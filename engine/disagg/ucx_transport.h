@@ -9,7 +9,14 @@
  * with `UCX_NET_DEVICES=mlx5_0:1` InfiniBand or RoCE. A CUDA-enabled UCX build
  * takes GPU addresses in register_memory() with no code change.
  *
- * Single-threaded: one thread calls everything, and progress happens only
+ * Endpoints ask UCX for peer error handling (a dead peer fails the pending
+ * operations) unless UCX_TLS names shared-memory transports only: UCX 1.13's
+ * sm transports have no peer failure detection and would refuse the endpoint
+ * with an ERROR line; there the transfer timeouts alone guard the waits.
+ *
+ * One thread at a time (UCS_THREAD_MODE_SERIALIZED): any thread may call,
+ * never two at once (a LayerStreamer's thread sends while the worker's main
+ * thread computes and leaves the transport alone). Progress happens only
  * inside the calls (busy polling, UCX's default).
  */
 #pragma once

@@ -1,10 +1,12 @@
 #include "disagg/worker.h"
 
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -12,6 +14,7 @@
 #include "core/timer.h"
 #include "disagg/control.h"
 #include "disagg/kv_transfer_plan.h"
+#include "disagg/layer_streamer.h"
 #include "disagg/link.h"
 #include "disagg/process.h"
 #include "disagg/ucx_transport.h"
@@ -54,14 +57,18 @@ struct DecodeRequest {
   double deadline = 0;                // free the blocks if the KV has not arrived by then
   bool running = false;
   bool received = false;              // SEND mode: the tagged messages arrived
+  double read_seconds = 0;            // READ mode: how long the get took
   Message accounting = Message::object();
 };
 
 class Worker {
  public:
   explicit Worker(const WorkerConfig& c) : c_(c) {
-    check(c.role == "prefill" || c.role == "decode", "--role must be prefill or decode, got '", c.role, "'");
+    check(c.role == "prefill" || c.role == "decode" || c.role == "both", "--role must be prefill, decode or both, got '",
+          c.role, "'");
     check(c.kv_timeout > 0 && c.router_timeout > 0, "--kv-timeout and --router-timeout must be > 0");
+    check(!c.layerwise || c.mode == TransferMode::WRITE, "--layerwise streams writes: it needs --kv-transfer write, got ",
+          to_string(c.mode));
     const Link& link = find_link(c.link, "--link");
     EngineOptions options;
     options.num_threads = c.threads;
@@ -85,12 +92,13 @@ class Worker {
     check((*answer)["type"] != "refused", "router refused the registration: ",
           answer->value("reason", std::string("no reason given")));
     check((*answer)["type"] == "registered", "router: expected 'registered', got '", (*answer)["type"], "'");
+    self_id_ = static_cast<int>(field_int(*answer, "worker_id", 0, std::numeric_limits<int>::max()));
     double last_heard = now_seconds(), next_beat = 0;
     bool shutdown = false;
     while (!shutdown) {
       // Busy (decoding, or KV on its way in or out): look and go back to work, so that UCX
       // progresses often; over TCP the target of a put or get must serve it. Idle: sleep in the poll.
-      const bool busy = !running_.empty() || !held_.empty() || decode_.size() > running_.size();
+      const bool busy = !running_.empty() || !held_.empty() || !pending_.empty() || decode_.size() > running_.size();
       const auto m = receive_message(socket_, busy ? 0 : 2);
       transport_.progress();
       const double now = now_seconds();
@@ -112,6 +120,13 @@ class Worker {
         next_beat = now + c_.heartbeat_interval;
       }
       expire(now);
+      // READ mode: the next prompt waits until decode has read the last one's KV (or kv_timeout),
+      // because a get completes only while this side progresses UCX, which a forward pass does not.
+      if (!pending_.empty() && held_.empty()) {
+        const Message next = std::move(pending_.front());
+        pending_.pop_front();
+        prefill(next);
+      }
       if (!running_.empty()) decode_step();
     }
     const WorkerSummary summary{served_, pool_->num_blocks() - pool_->num_free_blocks(), pool_->num_blocks()};
@@ -135,7 +150,7 @@ class Worker {
         peers_.erase(it);
       }
     } else if (type == "prefill") {
-      prefill(m);
+      pending_.push_back(m);
     } else if (type == "read_done") {
       release_held(field_int(m, "req", 0, std::numeric_limits<std::int64_t>::max()));
     } else if (type == "alloc") {
@@ -145,6 +160,7 @@ class Worker {
     } else if (type == "abort") {
       const std::int64_t req = field_int(m, "req", 0, std::numeric_limits<std::int64_t>::max());
       release_held(req);
+      std::erase_if(pending_, [&](const Message& p) { return p.value("req", std::int64_t{-1}) == req; });
       drop(req);
     } else {
       fail("unknown message type '", type, "'");
@@ -180,6 +196,7 @@ class Worker {
     try {
       const std::vector<std::int32_t> prompt = field_ids(m, "prompt", model_->config().vocab_size - 1);
       check(!prompt.empty(), "the prompt is empty");
+      if (field_int(m, "decode_worker", 0, std::numeric_limits<int>::max()) == self_id_) return prefill_local(m, req, prompt);
       const Peer& decode = peer(m, "decode_worker");
       const std::vector<std::int32_t> dst = field_ids(m, "dst_blocks", decode.layout.num_blocks - 1);
       const int n = static_cast<int>(prompt.size());
@@ -189,22 +206,57 @@ class Worker {
       blocks = pool_->get_new_blocks(needed);
       Batch batch;
       batch.add(blocks, 0, prompt);
-      const double t0 = now_seconds();
-      const std::int32_t first = model_->forward_greedy(batch, *cache_).at(0);
-      const double t1 = now_seconds();
       const TransferPlan plan = plan_transfer(layout_, blocks, decode.layout, dst, n, 0, layout_.num_layers);
       const TransferOptions options{.timeout_seconds = c_.kv_timeout, .pace_bytes_per_second = pace_};
+      std::optional<LayerStreamer> streamer;
+      std::size_t streamed_descriptors = 0;  // per-layer plans coalesce within a layer only
+      if (c_.layerwise) {
+        std::vector<std::vector<TransferDescriptor>> layers;
+        for (int l = 0; l < layout_.num_layers; ++l) {
+          layers.push_back(plan_transfer(layout_, blocks, decode.layout, dst, n, l, l + 1).descriptors);
+          streamed_descriptors += layers.back().size();
+        }
+        streamer.emplace(transport_, decode.handle, std::move(layers), options);
+        model_->set_layer_hook([&](int l) { streamer->layer_done(l); });
+      }
+      const double t0 = now_seconds();
+      std::int32_t first = 0;
+      try {
+        first = model_->forward_greedy(batch, *cache_).at(0);
+      } catch (...) {
+        model_->set_layer_hook({});
+        throw;
+      }
+      const double t1 = now_seconds();
+      model_->set_layer_hook({});
       Message accounting = {{"mode", to_string(c_.mode)}, {"prompt_tokens", n}, {"bytes", plan.bytes},
                             {"descriptors_uncoalesced", plan.num_uncoalesced},
                             {"descriptors", plan.descriptors.size()}, {"prefill_ms", (t1 - t0) * 1e3},
                             {"src_checksum", hex64(kv_checksum(*cache_, blocks, n))},
-                            {"paced_bytes_per_second", pace_}};
+                            {"paced_bytes_per_second", pace_}, {"layerwise", c_.layerwise}};
       Message ready = {{"type", "kv_ready"}, {"req", req}, {"first_token", first}, {"src_blocks", blocks}};
       if (c_.mode == TransferMode::READ) {
         // vLLM's delayed free: the blocks stay until decode has read them, or kv_timeout.
         ready["accounting"] = accounting;
         send_message(socket_, ready);
         held_[req] = {blocks, now_seconds() + c_.kv_timeout};
+        ++served_;
+        return;
+      }
+      if (streamer) {
+        // Per layer: the link was busy for busy_seconds, overlapped_seconds of them while the forward ran;
+        // the request waited exposed_ms beyond its compute for the last layer.
+        const StreamStats st = streamer->finish(t0, t1);
+        accounting["transfer_ms"] = st.busy_seconds * 1e3;
+        accounting["gb_per_s"] = static_cast<double>(plan.bytes) / st.busy_seconds / 1e9;
+        accounting["transfer_over_prefill"] = st.busy_seconds / (t1 - t0);
+        accounting["overlapped_ms"] = st.overlapped_seconds * 1e3;
+        accounting["overlap_fraction"] = st.overlapped_seconds / st.busy_seconds;
+        accounting["exposed_ms"] = std::max(0.0, st.end - t1) * 1e3;
+        accounting["descriptors"] = streamed_descriptors;
+        ready["accounting"] = accounting;
+        pool_->free_blocks(blocks);
+        send_message(socket_, ready);
         ++served_;
         return;
       }
@@ -227,6 +279,24 @@ class Worker {
       if (!blocks.empty() && !held_.count(req)) pool_->free_blocks(blocks);
       report_failure(req, e.what());
     }
+  }
+
+  // Role both, decoding this request itself: the prompt runs straight into the blocks reserved at
+  // ALLOC, and nothing moves.
+  void prefill_local(const Message& m, std::int64_t req, const std::vector<std::int32_t>& prompt) {
+    const int n = static_cast<int>(prompt.size());
+    const std::vector<std::int32_t> dst = field_ids(m, "dst_blocks", pool_->num_blocks() - 1);
+    check(static_cast<long>(dst.size()) * c_.block_size >= n, "ALLOC gave ", dst.size(), " blocks for a ", n, "-token prompt");
+    Batch batch;
+    batch.add(dst, 0, prompt);
+    const double t0 = now_seconds();
+    const std::int32_t first = model_->forward_greedy(batch, *cache_).at(0);
+    const Message accounting = {{"mode", "local"}, {"prompt_tokens", n}, {"bytes", 0}, {"descriptors_uncoalesced", 0},
+                                {"descriptors", 0}, {"prefill_ms", (now_seconds() - t0) * 1e3}, {"transfer_ms", 0.0},
+                                {"src_checksum", hex64(kv_checksum(*cache_, dst, n))}, {"paced_bytes_per_second", 0.0}};
+    send_message(socket_, {{"type", "kv_ready"}, {"req", req}, {"first_token", first}, {"src_blocks", dst},
+                           {"accounting", accounting}});
+    ++served_;
   }
 
   void release_held(std::int64_t req) {
@@ -272,23 +342,14 @@ class Worker {
     if (it == decode_.end()) return;  // freed already (timeout or abort)
     DecodeRequest& r = it->second;
     try {
-      const Peer& prefill = peer(m, "prefill_worker");
-      const std::vector<std::int32_t> src = field_ids(m, "src_blocks", prefill.layout.num_blocks - 1);
-      const TransferPlan plan = plan_transfer(layout_, r.blocks, prefill.layout, src, r.num_prompt_tokens, 0, layout_.num_layers);
-      const TransferOptions options{.timeout_seconds = c_.kv_timeout, .pace_bytes_per_second = pace_};
-      if (!ready) {  // SEND: post the receives the prefill worker's sends are waiting for
-        transport_.recv(send_tag(req), plan.descriptors, options);
-        r.received = true;
-        return;
-      }
+      const bool local = field_int(m, "prefill_worker", 0, std::numeric_limits<int>::max()) == self_id_;
+      if (!local) receive_kv(m, ready, r, req);
+      if (!ready) return;
       r.accounting = m.value("accounting", Message::object());
-      if (c_.mode == TransferMode::READ) {
-        const double t0 = now_seconds();
-        transport_.read(prefill.handle, plan.descriptors, options);
-        const double seconds = now_seconds() - t0;
-        send_message(socket_, {{"type", "read_done"}, {"req", req}});
+      if (c_.mode == TransferMode::READ && !local) {
+        const double seconds = r.read_seconds;
         r.accounting["transfer_ms"] = seconds * 1e3;
-        r.accounting["gb_per_s"] = static_cast<double>(plan.bytes) / seconds / 1e9;
+        r.accounting["gb_per_s"] = static_cast<double>(r.accounting.value("bytes", 0.0)) / seconds / 1e9;
         r.accounting["transfer_over_prefill"] = seconds * 1e3 / r.accounting.value("prefill_ms", 1.0);
       }
       const std::string dst = hex64(kv_checksum(*cache_, r.blocks, r.num_prompt_tokens));
@@ -303,6 +364,24 @@ class Worker {
     } catch (const Error& e) {
       report_failure(req, e.what());
       drop(req);
+    }
+  }
+
+  // The KV of request @p req from another worker: SEND posts the receives (at KV_SENDING), READ
+  // gets it (at KV_READY, timed into r.read_seconds); WRITE has put it in place already.
+  void receive_kv(const Message& m, bool ready, DecodeRequest& r, std::int64_t req) {
+    const Peer& prefill = peer(m, "prefill_worker");
+    const std::vector<std::int32_t> src = field_ids(m, "src_blocks", prefill.layout.num_blocks - 1);
+    const TransferPlan plan = plan_transfer(layout_, r.blocks, prefill.layout, src, r.num_prompt_tokens, 0, layout_.num_layers);
+    const TransferOptions options{.timeout_seconds = c_.kv_timeout, .pace_bytes_per_second = pace_};
+    if (!ready) {  // SEND: post the receives the prefill worker's sends are waiting for
+      transport_.recv(send_tag(req), plan.descriptors, options);
+      r.received = true;
+    } else if (c_.mode == TransferMode::READ) {
+      const double t0 = now_seconds();
+      transport_.read(prefill.handle, plan.descriptors, options);
+      r.read_seconds = now_seconds() - t0;
+      send_message(socket_, {{"type", "read_done"}, {"req", req}});
     }
   }
 
@@ -368,7 +447,9 @@ class Worker {
   std::map<std::int64_t, DecodeRequest> decode_;    // decode role: requests holding blocks
   std::vector<std::int64_t> running_;               // decode role: KV arrived, decoding
   std::map<std::int64_t, std::pair<std::vector<std::int32_t>, double>> held_;  // prefill, READ: blocks and deadline
+  std::deque<Message> pending_;                     // prefill role: prompts not started yet
   long served_ = 0;
+  int self_id_ = -1;                                // the router's id for this worker
 };
 
 }  // namespace

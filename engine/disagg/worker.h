@@ -1,6 +1,6 @@
 /**
  * @file worker.h
- * @brief `servelab worker --role prefill|decode`: a model, a KV block pool
+ * @brief `servelab worker --role prefill|decode|both`: a model, a KV block pool
  *        registered with the transport once, and a loop over the router's messages.
  *
  * The prefill worker runs a request's prompt in one step, moves the KV into
@@ -9,12 +9,18 @@
  * accounting. The decode worker reserves blocks for prompt + max_tokens at
  * ALLOC (so a running request never runs out), takes the KV, checks its
  * checksum against the prefill side's, and decodes every running request in
- * one batched step per loop, streaming tokens back.
+ * one batched step per loop, streaming tokens back. A worker of both roles
+ * does either for other workers and, for a request it decodes, runs the
+ * prompt straight into the blocks it reserved: colocated serving under the
+ * same router, with no KV moved (accounting mode "local", 0 bytes).
  *
  * Failure rules (every wait has a deadline):
  * - decode frees a request's blocks when no KV arrives within kv_timeout, or
  *   when the router aborts it;
- * - in READ mode prefill frees its blocks at READ_DONE or after kv_timeout;
+ * - in READ mode prefill frees its blocks at READ_DONE or after kv_timeout,
+ *   and starts no other prompt until then: decode's get completes only while
+ *   the prefill side progresses UCX (over TCP, and over shared memory when UCX
+ *   emulates the get with messages), which it does not during a forward pass;
  * - a worker that hears nothing from the router for router_timeout exits
  *   (cleanly, status 0: the router is gone, not the worker broken).
  * @see labs/07_disaggregation/README.md
@@ -30,7 +36,7 @@ namespace servelab::disagg {
 
 /// Worker settings (`servelab worker` flags).
 struct WorkerConfig {
-  std::string role;                  ///< --role: prefill or decode
+  std::string role;                  ///< --role: prefill, decode or both
   std::string router;                ///< --router: the router's endpoint (tcp://host:port)
   std::string router_file;           ///< --router-file: read the endpoint from this file instead (waits for it)
   std::string preset = "tiny";       ///< --preset: model shape with synthetic weights
@@ -41,6 +47,7 @@ struct WorkerConfig {
   int num_blocks = 256;              ///< --num-blocks: KV blocks in this worker's pool
   int block_size = 16;               ///< --block-size: tokens per block (must match the peer's)
   TransferMode mode = TransferMode::WRITE;  ///< --kv-transfer
+  bool layerwise = false;            ///< --layerwise: stream each layer's KV during the forward pass (WRITE only)
   std::string link = "none";         ///< --link: emulated interconnect (link.h)
   std::string link_model = "llama-3-8b";  ///< --link-model: the large model whose KV the pacing stands in for
   double kv_timeout = 5;             ///< --kv-timeout: longest wait for a request's KV (either side), seconds

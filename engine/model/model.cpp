@@ -173,7 +173,10 @@ std::vector<std::int32_t> Model::forward_greedy(const Batch& batch, KVCache& cac
   if (device_) {
     check_batch(batch, cache);
     count_step(batch);
-    return device_->forward_greedy(batch, cache);  // argmax on the device: 4 bytes per row come back
+    std::vector<std::int32_t> tokens = device_->forward_greedy(batch, cache);  // argmax on the device: 4 bytes per row
+    if (layer_hook_)
+      for (int l = 0; l < config_.num_hidden_layers; ++l) layer_hook_(l);
+    return tokens;
   }
   const std::vector<float> logits = forward(batch, cache);
   const auto V = static_cast<std::size_t>(config_.vocab_size);
@@ -186,7 +189,12 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
   check_batch(batch, cache);
   // Counted from the batch's shape before the dispatch, so the CPU and the GPU count the same step.
   count_step(batch);
-  if (device_) return device_->forward(batch, cache);  // the same step on the GPU (engine/cuda/cuda_model.h)
+  if (device_) {  // the same step on the GPU (engine/cuda/cuda_model.h)
+    std::vector<float> logits = device_->forward(batch, cache);
+    if (layer_hook_)
+      for (int l = 0; l < config_.num_hidden_layers; ++l) layer_hook_(l);
+    return logits;
+  }
   const ModelConfig& c = config_;
   const int T = batch.num_tokens(), H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size;
   const auto eps = static_cast<float>(c.rms_norm_eps);
@@ -243,6 +251,7 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
       }
       // END LAB02 SOLUTION
     }
+    if (layer_hook_) layer_hook_(l);  // this layer's KV is final: it may leave now
     attention(ctx_, options_.attention, attn, q, seqs, shape);
     matmul(ctx_, proj, attn, w.o_proj, T);
     add_inplace(x, proj, residual);

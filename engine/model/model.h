@@ -17,6 +17,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,6 +97,16 @@ class Model {
   void set_deterministic(bool on) { options_.deterministic = on; ctx_.deterministic = on; }
   /// Chooses the attention kernels of later forward() calls (CPU backend; lab 05).
   void set_attention(AttentionKind kind) { options_.attention = kind; }
+  /**
+   * @brief Calls @p hook(layer) in later forward() calls as soon as layer
+   *        @p layer's new K/V rows are in the cache, before its attention:
+   *        from then on the step never touches that layer's KV again, so a
+   *        prefill worker can start sending it while later layers compute
+   *        (lab 07's layer-wise streaming). Called on the calling thread, in
+   *        layer order; on CUDA, for every layer after the step (no overlap).
+   *        An empty function turns it off.
+   */
+  void set_layer_hook(std::function<void(int layer)> hook) { layer_hook_ = std::move(hook); }
 
   /**
    * @brief Runs one step over a ragged batch.
@@ -182,6 +193,7 @@ class Model {
   Workspace ws_;
   WorkCounter counter_;
   std::unique_ptr<ModelBackend> device_;  // set when the backend is CUDA: forward() runs there
+  std::function<void(int)> layer_hook_;   // set_layer_hook
 };
 
 }  // namespace servelab

@@ -73,8 +73,7 @@ KVCache& Engine::kv_cache() {
 
 double Engine::now() const { return sim_ ? sim_clock_ : now_seconds() - clock_zero_; }
 
-int Engine::add_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
-                        std::vector<std::int32_t> stop_token_ids, double arrival) {
+void Engine::check_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens) const {
   const ModelConfig& c = model_ ? model_->config() : sim_->config;
   sampling.validate();
   check(!prompt.empty(), "prompt is empty (expected at least one token)");
@@ -97,12 +96,35 @@ int Engine::add_request(std::span<const std::int32_t> prompt, const SamplingPara
   const int blocks = kv_manager_->num_blocks_for(total);
   check(blocks <= num_blocks_, "request of up to ", total, " tokens needs ", blocks, " KV blocks but the whole cache has ",
         num_blocks_, " (", config_.kv_cache_memory, " bytes); raise --kv-cache-memory or shorten the request");
-  const int id = next_request_id_++;
-  auto request = std::make_unique<Request>(id, prompt, sampling, max_tokens, std::move(stop_token_ids),
-                                           arrival < 0 ? now() : arrival);
+}
+
+int Engine::queue(std::unique_ptr<Request> request) {
+  const int id = request->request_id;
   scheduler_->add_request(request.get());
   requests_.emplace(id, std::move(request));
   return id;
+}
+
+int Engine::add_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
+                        std::vector<std::int32_t> stop_token_ids, double arrival) {
+  check_request(prompt, sampling, max_tokens);
+  return queue(std::make_unique<Request>(next_request_id_++, prompt, sampling, max_tokens, std::move(stop_token_ids),
+                                         arrival < 0 ? now() : arrival));
+}
+
+int Engine::add_prefilled_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
+                                  std::int32_t first_token, double arrival, double first_token_time) {
+  check(sim_.has_value(), "engine: only a simulated engine takes a prefilled request (a real one has no KV for it)");
+  check_request(prompt, sampling, max_tokens);
+  check(max_tokens >= 2, "a prefilled request must want at least 2 tokens (the first came from prefill), got ", max_tokens);
+  const int vocab = model_ ? model_->config().vocab_size : sim_->config.vocab_size;
+  check(first_token >= 0 && first_token < vocab, "first token ", first_token, " is outside the vocabulary [0, ", vocab, ")");
+  auto request = std::make_unique<Request>(next_request_id_++, prompt, sampling, max_tokens, std::vector<std::int32_t>{},
+                                           arrival);
+  // The prompt's KV is already here; the first token is fed (and its KV computed) by the next step.
+  request->num_computed_tokens = request->num_prompt_tokens();
+  request->append_output_token(first_token, first_token_time);
+  return queue(std::move(request));
 }
 
 bool Engine::abort_request(int request_id) {

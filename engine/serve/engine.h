@@ -113,6 +113,23 @@ class Engine {
    */
   int add_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
                   std::vector<std::int32_t> stop_token_ids = {}, double arrival = -1);
+  /**
+   * @brief Queues a request whose prompt was prefilled elsewhere and whose KV
+   *        has arrived (a decode instance in disaggregated serving): its prompt
+   *        counts as computed and @p first_token, sampled there at
+   *        @p first_token_time, is its first output token, so its first step is
+   *        a decode. Blocks for prompt + 1 tokens are taken when it is admitted.
+   *        Simulated engines only: a real one would need the KV copied into
+   *        blocks that the scheduler picks later (lab 07's decode worker
+   *        reserves them first instead).
+   * @param arrival when the request reached the whole system (engine clock), for TTFT.
+   * @return its request id.
+   * @throws Error on a real engine; as add_request(); and when @p max_tokens < 2 (one token is
+   *         all the prefill side makes: such a request never reaches decode) or
+   *         @p first_token is outside the vocabulary.
+   */
+  int add_prefilled_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
+                            std::int32_t first_token, double arrival, double first_token_time);
   /// Aborts request @p request_id (frees its blocks); false when unknown or already finished.
   bool abort_request(int request_id);
   /**
@@ -156,6 +173,10 @@ class Engine {
  private:
   /// Sizes the blocks and makes the scheduler (both constructors).
   void init(const ModelConfig& config, std::size_t kv_bytes_per_token);
+  /// The checks add_request() and add_prefilled_request() share; throws before anything is queued.
+  void check_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens) const;
+  /// Gives @p request an id, hands it to the scheduler and keeps it.
+  int queue(std::unique_ptr<Request> request);
 
   Model* model_ = nullptr;             // the model that runs the steps; null when simulated
   std::optional<SimulatedModel> sim_;  // set when simulated

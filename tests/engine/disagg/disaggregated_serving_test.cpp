@@ -30,6 +30,8 @@ struct ClusterOptions {
   double worker_timeout = 2;     // the router's --worker-timeout
   double router_timeout = 3;     // the workers' --router-timeout
   std::string link = "none";     // --link
+  bool both = false;             // one worker of role both instead of a prefill and a decode worker
+  bool layerwise = false;        // --layerwise
 };
 
 // A router and one worker of each role, stopped (and reaped) when it goes out of scope.
@@ -44,8 +46,12 @@ struct Cluster {
                                  std::to_string(o.worker_timeout), "--request-timeout", "10"},
         std::vector<std::pair<std::string, std::string>>{});
     endpoint = wait_for_endpoint_file(file, kStartTimeout);
-    prefill = start_worker("prefill", 64);
-    decode = start_worker("decode", o.decode_blocks);
+    if (o.both) {
+      prefill = start_worker("both", o.decode_blocks);
+    } else {
+      prefill = start_worker("prefill", 64);
+      decode = start_worker("decode", o.decode_blocks);
+    }
   }
   ~Cluster() {
     std::error_code ec;
@@ -54,18 +60,18 @@ struct Cluster {
   std::unique_ptr<ChildProcess> start_worker(const std::string& role, int blocks) const {
     const std::vector<std::pair<std::string, std::string>> env{
         {"UCX_TLS", options.tls}, {"UCX_NET_DEVICES", options.tls == "tcp" ? "lo" : "all"}};
-    return std::make_unique<ChildProcess>(
-        std::vector<std::string>{SERVELAB_EXE, "worker", "--role", role, "--router", endpoint, "--preset", "tiny",
-                                 "--threads", "1", "--deterministic", "--num-blocks", std::to_string(blocks),
-                                 "--block-size", "4", "--kv-transfer", options.mode, "--kv-timeout",
-                                 std::to_string(options.kv_timeout), "--router-timeout",
-                                 std::to_string(options.router_timeout), "--link", options.link},
-        env);
+    std::vector<std::string> argv{SERVELAB_EXE, "worker", "--role", role, "--router", endpoint, "--preset", "tiny",
+                                  "--threads", "1", "--deterministic", "--num-blocks", std::to_string(blocks),
+                                  "--block-size", "4", "--kv-transfer", options.mode, "--kv-timeout",
+                                  std::to_string(options.kv_timeout), "--router-timeout",
+                                  std::to_string(options.router_timeout), "--link", options.link};
+    if (options.layerwise) argv.push_back("--layerwise");
+    return std::make_unique<ChildProcess>(argv, env);
   }
   // Shuts everything down and returns the workers' exit statuses (0: no block held at exit).
   std::pair<std::optional<int>, std::optional<int>> stop() {
     shutdown_router(endpoint);
-    return {prefill->wait_for(kExitTimeout), decode->wait_for(kExitTimeout)};
+    return {prefill->wait_for(kExitTimeout), decode ? decode->wait_for(kExitTimeout) : std::optional<int>(0)};
   }
 
   ClusterOptions options;
@@ -132,6 +138,51 @@ TEST_CASE("disaggregated greedy tokens equal the colocated engine's, over TCP an
   const auto [prefill, decode] = cluster.stop();
   CHECK(prefill == std::optional<int>(0));
   CHECK(decode == std::optional<int>(0));
+}
+
+TEST_CASE("a worker of both roles serves alone, colocated: the same tokens, no KV moved", "[disagg]") {
+  Cluster cluster({.both = true});
+  const std::vector<ClientRequest> rs = requests();
+  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
+  const auto expected = colocated_tokens(rs);
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    REQUIRE(results[i].error.empty());
+    CHECK(results[i].tokens == expected[i]);
+    const Message& a = results[i].accounting;
+    CHECK(a.at("mode") == "local");
+    CHECK(a.at("bytes").get<std::uint64_t>() == 0);
+    CHECK(a.at("src_checksum") == a.at("dst_checksum"));
+  }
+  CHECK(cluster.stop().first == std::optional<int>(0));  // every block free at exit
+}
+
+TEST_CASE("layer-wise streaming moves the same KV as the whole-request write, and says how much overlapped", "[disagg]") {
+  const std::vector<ClientRequest> rs = requests();
+  std::vector<ClientResult> whole, streamed;
+  {
+    Cluster cluster({});
+    whole = run_client(cluster.endpoint, rs, kRequestTimeout);
+    CHECK(cluster.stop() == std::pair{std::optional<int>(0), std::optional<int>(0)});
+  }
+  {
+    Cluster cluster({.layerwise = true});
+    streamed = run_client(cluster.endpoint, rs, kRequestTimeout);
+    CHECK(cluster.stop() == std::pair{std::optional<int>(0), std::optional<int>(0)});
+  }
+  check_against_colocated(rs, streamed);
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    REQUIRE(whole[i].error.empty());
+    const Message &w = whole[i].accounting, &s = streamed[i].accounting;
+    CHECK(s.at("layerwise") == true);
+    CHECK(streamed[i].tokens == whole[i].tokens);
+    CHECK(s.at("src_checksum") == w.at("src_checksum"));
+    CHECK(s.at("dst_checksum") == w.at("dst_checksum"));
+    CHECK(s.at("bytes") == w.at("bytes"));
+    const double overlap = s.at("overlap_fraction").get<double>();
+    CHECK(overlap >= 0);
+    CHECK(overlap <= 1);
+    CHECK(s.at("overlapped_ms").get<double>() <= s.at("transfer_ms").get<double>() + 1e-9);
+  }
 }
 
 TEST_CASE("read and send modes move the same KV as write", "[disagg]") {
