@@ -181,11 +181,11 @@ std::vector<Question> answer_key() {
                  attention_traffic(AttentionVersion::STANDARD, head, kAnyFastMemory).bytes /
                      attention_traffic(AttentionVersion::FLASH, head, kAnyFastMemory).bytes,
                  0.01});
-  const AttentionProblem paper = one_head_prefill(4096, 128);
+  const AttentionProblem paper = one_head_prefill(4096, 64);
   constexpr double kPaperSram = 100e3;  // the paper's M ~ 100 KB of SRAM per streaming multiprocessor
   key.push_back({"05.paper_standard_over_flash", 5,
                  "The FlashAttention paper's orders with constant 1: standard N d + N^2, flash N^2 d^2 / M (in "
-                 "floats). Their ratio for N = 4,096, d = 128, M = 100 KB of f32 (25,000 floats)?",
+                 "floats). Their ratio for N = 4,096, d = 64, M = 100 KB of f32 (25,000 floats)?",
                  paper_standard_bytes(paper) / paper_flash_bytes(paper, kPaperSram), 0.01});
 
   // Lab 06: chunks under a budget.
