@@ -113,10 +113,10 @@ int main(int argc, char** argv) {
     ThreadPool one(1), all(threads);
     // Compute roofs from the engine's own FMA loop, not a library's GEMM: a library that falls back to
     // slow kernels on an unknown CPU would lower the roof together with the points measured against it.
-    const std::string all_threads = std::to_string(threads) + " threads";
-    std::vector<RoofSamples> repeats{{"f32 FMA, 1 thread", {}}, {"f32 FMA, " + all_threads, {}},
-                                     {"read, 1 thread", {}},    {"read, " + all_threads, {}},
-                                     {"triad, 1 thread", {}},   {"triad, " + all_threads, {}}};
+    const std::string all_threads = " (" + std::to_string(threads) + " threads)";
+    std::vector<RoofSamples> repeats{{"f32 FMA (1 thread)", {}}, {"f32 FMA" + all_threads, {}},
+                                     {"read (1 thread)", {}},    {"read" + all_threads, {}},
+                                     {"triad (1 thread)", {}},   {"triad" + all_threads, {}}};
     double bf16N = 0;
     for (int i = 0; i < 3; ++i) {  // best of three: roofs are the most the machine can do
       repeats[0].samples.push_back(measure_peak_gflops(one, PeakOp::F32Fma));
