@@ -25,8 +25,9 @@ failures = []
 
 listing = subprocess.run(make_starter + ["--list"], capture_output=True, text=True, check=True, timeout=60).stdout
 regions = [re.match(r"lab (\d\d)  (\S+):\d+-\d+  (.+)$", line).groups() for line in listing.splitlines()]
-if not regions:
-    sys.exit("starter_compiles: make_starter.py --list found no marked region")
+if not regions:  # a starter tree: its regions are stubs already
+    print("starter_compiles: no marked region (a starter tree?): nothing to check")
+    sys.exit(77)
 if scratch.exists():
     shutil.rmtree(scratch)
 subprocess.run(make_starter + [str(tree), "--labs", "all"], check=True, timeout=60, stdout=subprocess.DEVNULL)
