@@ -2,6 +2,7 @@
 
 Usage: python3 tools/grade.py [--build build] [--labs all|01,04] [--json report.json]
                               [--points tests/labs/points.json] [--junit-dir DIR]
+       python3 tools/grade.py --answers FILE [--key key.json] [--build build] [--labs ...] [--json ...]
 
 Prints one row per lab (tests passed, points earned of points possible) and
 writes a JSON report with every test's outcome, for an instructor to collect.
@@ -14,6 +15,15 @@ one failed or a lab has no test, 2 on bad usage.
 --junit-dir reads labNN.xml files already written by
 `ctest --output-junit` instead of running ctest (how the grader's own test
 feeds it known outcomes).
+
+--answers FILE checks a learner's answers to the chapters' questions
+instead of running tests (tools/answers.py describes the file: one
+`id = number` a line): one row per question of the selected labs, right,
+wrong or missing, and the same in the JSON report. The key is computed by
+the engine: the build's labs/answer_key, or --key FILE (its saved JSON
+output, e.g. an instructor's reference key for a student's tree). Exit
+status 0 when every answer is right, 1 when one is wrong or missing, 2 on a
+malformed file (the message names its line).
 """
 import argparse
 import datetime
@@ -23,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+
+import answers as answer_file
 
 # The labs are the folders labs/NN_*: a new lab is graded as soon as it exists.
 LABS = sorted(p.name[:2] for p in (pathlib.Path(__file__).resolve().parent.parent / "labs").glob("[0-9][0-9]_*"))
@@ -74,6 +86,30 @@ def run_ctest(build, lab, junit_file):
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
+def grade_answers(args, labs):
+    try:
+        questions = answer_file.load_key(args.key, pathlib.Path(args.build) / "labs" / "answer_key")
+        given = answer_file.read_answers(args.answers, {q["id"] for q in questions})
+    except answer_file.AnswersError as e:
+        fail_usage(str(e))
+    rows = answer_file.check([q for q in questions if f"{q['lab']:02d}" in labs], given)
+    print("| question | lab | answer | expected | tolerance | result |")
+    print("|---|---:|---:|---:|---:|---|")
+    for r in rows:
+        shown = "" if r["given"] is None else f"{r['given']:.6g}"
+        tolerance = f"{r['rel_tolerance']:.0%}" if r["rel_tolerance"] else "exact"
+        print(f"| {r['id']} | {r['lab']:02d} | {shown} | {r['expected']:.6g} | {tolerance} | {r['result']} |")
+    right = sum(r["result"] == "right" for r in rows)
+    print(f"\nanswers: {right} of {len(rows)} right")
+    report = {"date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+              "answers": str(args.answers), "questions": rows, "right": right, "total": len(rows),
+              "all_right": right == len(rows) and len(rows) > 0}
+    if args.json_out:
+        pathlib.Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n")
+        print(f"report: {args.json_out}")
+    return 0 if report["all_right"] else 1
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="build")
@@ -81,8 +117,14 @@ def main():
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--points", default=str(pathlib.Path(__file__).resolve().parent.parent / "tests/labs/points.json"))
     parser.add_argument("--junit-dir")
+    parser.add_argument("--answers")
+    parser.add_argument("--key")
     args = parser.parse_args()
     labs = parse_labs(args.labs)
+    if args.answers:
+        return grade_answers(args, labs)
+    if args.key:
+        fail_usage("--key: only with --answers")
     default, special = load_points(args.points)
     build = pathlib.Path(args.build)
     if not args.junit_dir and not (build / "CTestTestfile.cmake").is_file():

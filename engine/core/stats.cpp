@@ -31,4 +31,11 @@ Summary summarize(const std::vector<double>& samples) {
   return s;
 }
 
+double relative_spread(const std::vector<double>& samples) {
+  check(!samples.empty(), "spread of an empty sample");
+  const auto [lo, hi] = std::minmax_element(samples.begin(), samples.end());
+  check(*lo > 0, "spread: every sample must be positive, got ", *lo);
+  return (*hi - *lo) / *hi;
+}
+
 }  // namespace servelab

@@ -31,4 +31,17 @@ struct Summary {
 /// Summarises @p samples (must not be empty).
 Summary summarize(const std::vector<double>& samples);
 
+/**
+ * @brief How far repeated measurements of a peak disagree: (max − min) / max.
+ *
+ * A roof is the most the machine can do, so every repeat of it should land
+ * near the best; a large spread means something else ran while it was
+ * measured (labs 03 and 06 warn then: a cost model fitted against such roofs
+ * is not to be trusted).
+ * @param samples rates (GFLOP/s, GB/s), all positive; must not be empty.
+ * @return a fraction in [0, 1); 0 for a single sample.
+ * @throws Error when @p samples is empty or holds a value that is not positive.
+ */
+double relative_spread(const std::vector<double>& samples);
+
 }  // namespace servelab

@@ -37,6 +37,14 @@ struct FlashRows {
 /**
  * @brief Adds keys [t0, t1) of KV head @p kvh to the rows' state; keys a row
  *        may not see are masked.
+ *
+ * For each row r, with s_j = scale · q_r · k_j over the n = clamp(visible[r]
+ * − t0, 0, t1 − t0) keys it may see (the online softmax, lab 05):
+ * m' = max(m, max_j s_j); P_j = e^{s_j − m'} (0 for a masked key);
+ * l ← e^{m − m'}·l + Σ_j P_j; Õ ← e^{m − m'}·Õ + Σ_j P_j v_j; m ← m'.
+ * On a row's first tile m = −∞, so e^{m − m'} = 0 and the empty state adds
+ * nothing; a row with n = 0 is left unchanged. No error is raised: the
+ * caller guarantees t0 < t1 and keys that exist in @p kv.
  * @param q      [rows, ldq] query rows (row r at q + r·ldq), RoPE applied.
  * @param t1     at most t0 + kFlashKeyTile.
  * @param exact  true: fixed-order scalar loops, each row computed alone

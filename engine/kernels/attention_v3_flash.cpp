@@ -71,8 +71,8 @@ void flash_add_key_tile(FlashRows& acc, const float* q, int ldq, const KVView& k
       std::fill(p, p + n, 0.0f);  // a row above the diagonal tile: nothing to add
       continue;
     }
-    SoftmaxState& st = acc.state[static_cast<std::size_t>(r)];
     // BEGIN LAB05 SOLUTION: flash_add_key_tile, the online softmax: new running max, rescale, running sum, rescaled output plus P·V
+    SoftmaxState& st = acc.state[static_cast<std::size_t>(r)];
     const float m_new = std::max(st.max, *std::max_element(p, p + seen));
     const float rescale = std::exp(st.max - m_new);  // 0 for the row's first tile (m = -inf)
     float sum = 0.0f;

@@ -46,14 +46,17 @@ class BlockPool {
 
   /**
    * @brief Takes @p n blocks from the front of the free queue, each with ref_cnt 1.
-   * @throws Error when fewer than @p n blocks are free (callers check
+   * @return their ids in queue order (the oldest freed first); empty for n = 0.
+   * @throws Error when @p n is negative or fewer than @p n blocks are free (callers check
    *         num_free_blocks() first: running out is a scheduling decision, not an error).
    */
   std::vector<std::int32_t> get_new_blocks(int n);
 
   /**
    * @brief Drops one reference to each block; a block whose count reaches 0
-   *        joins the back of the free queue, in the order given.
+   *        joins the back of the free queue, in the order given (a request
+   *        frees its table in order, so its blocks are reused in that order).
+   *        An empty span changes nothing.
    * @throws Error when a block id is out of range or already free; then no count changes.
    */
   void free_blocks(std::span<const std::int32_t> block_ids);

@@ -114,7 +114,10 @@ class Model {
    * Writes the new tokens' K/V into @p cache at positions
    * num_computed_tokens .. num_computed_tokens + num_new_tokens - 1 of each
    * sequence (through its block table), and attends over everything the
-   * sequence has up to each token.
+   * sequence has up to each token. In each layer, new token j of a sequence
+   * writes its K row (kv_heads · head_dim floats, RoPE applied) to
+   * KVView::key(num_computed_tokens + j) and its V row to value(...), before
+   * attention reads them: the token attends to itself (lab 02).
    * @return [batch.logits_indices.size(), vocab_size] logits, row-major.
    * @throws Error when a token id is outside the vocabulary, a position
    *         reaches max_position_embeddings, or a block table is too short

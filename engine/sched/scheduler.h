@@ -95,7 +95,20 @@ class Scheduler {
    */
   bool abort_request(Request* request, double now);
 
-  /// Chooses the requests and token counts of the next step; allocates their KV blocks.
+  /**
+   * @brief Chooses the requests and token counts of the next step; allocates their KV blocks.
+   *
+   * Running requests first (oldest first), then waiting ones (FCFS) while
+   * the policy, max_num_seqs and the blocks allow. Each request's share
+   * comes out of the budget (max_num_batched_tokens) left after those
+   * before it:
+   * - with chunked prefill, min(its uncomputed tokens, the budget left,
+   *   long_prefill_token_threshold when that is > 0); a share of 0 (budget
+   *   spent) means it waits for a later step (lab 06);
+   * - without, all of its uncomputed tokens when they fit the budget left,
+   *   else none; a request larger than the whole budget runs alone.
+   * @return the plan; empty when nothing can run (no request, or no block for any).
+   */
   SchedulerOutput schedule();
 
   /**

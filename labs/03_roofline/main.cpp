@@ -113,16 +113,24 @@ int main(int argc, char** argv) {
     ThreadPool one(1), all(threads);
     // Compute roofs from the engine's own FMA loop, not a library's GEMM: a library that falls back to
     // slow kernels on an unknown CPU would lower the roof together with the points measured against it.
-    double fma1 = 0, fmaN = 0, bf16N = 0, read1 = 0, readN = 0, triad1 = 0, triadN = 0;
+    const std::string all_threads = " (" + std::to_string(threads) + " threads)";
+    std::vector<RoofSamples> repeats{{"f32 FMA (1 thread)", {}}, {"f32 FMA" + all_threads, {}},
+                                     {"read (1 thread)", {}},    {"read" + all_threads, {}},
+                                     {"triad (1 thread)", {}},   {"triad" + all_threads, {}}};
+    double bf16N = 0;
     for (int i = 0; i < 3; ++i) {  // best of three: roofs are the most the machine can do
-      fma1 = std::max(fma1, measure_peak_gflops(one, PeakOp::F32Fma));
-      fmaN = std::max(fmaN, measure_peak_gflops(all, PeakOp::F32Fma));
-      bf16N = std::max(bf16N, measure_peak_gflops(all, PeakOp::Bf16Dot));
-      read1 = std::max(read1, measure_read_gbs(one));
-      readN = std::max(readN, measure_read_gbs(all));
-      triad1 = std::max(triad1, measure_triad_gbs(one));
-      triadN = std::max(triadN, measure_triad_gbs(all));
+      repeats[0].samples.push_back(measure_peak_gflops(one, PeakOp::F32Fma));
+      repeats[1].samples.push_back(measure_peak_gflops(all, PeakOp::F32Fma));
+      bf16N = std::max(bf16N, measure_peak_gflops(all, PeakOp::Bf16Dot));  // 0 without AVX512_BF16: no spread
+      repeats[2].samples.push_back(measure_read_gbs(one));
+      repeats[3].samples.push_back(measure_read_gbs(all));
+      repeats[4].samples.push_back(measure_triad_gbs(one));
+      repeats[5].samples.push_back(measure_triad_gbs(all));
     }
+    const auto best = [&](int i) { return summarize(repeats[i].samples).max; };
+    const double fma1 = best(0), fmaN = best(1), read1 = best(2), readN = best(3), triad1 = best(4), triadN = best(5);
+    // The roofs' own repeats say whether the machine was quiet enough for the cost model's errors to mean anything.
+    const std::string busy = busy_machine_warning(repeats);
     Table roofs{"roofs", "Roofs: datasheets and this machine (measured now)",
                 {"hardware", "peak GFLOP/s", "fp32 GFLOP/s", "bandwidth GB/s", "memory GB", "ridge [FLOP/B]", "source"},
                 {0, 0, 0, 0, 0, 1, 0}, {}, ""};
@@ -151,6 +159,10 @@ int main(int argc, char** argv) {
     report.setting("technique", "lab 02's configuration (KV cache on) with the engine's FLOP/byte counters on");
     report.setting("roofs", "f32 FMA " + fixed(fmaN, 0) + " GFLOP/s, read " + fixed(readN, 1) + " GB/s on " +
                                 std::to_string(threads) + " threads; ridge " + fixed(fmaN / readN, 1) + " FLOP/byte");
+    double worst_spread = 0;
+    for (const RoofSamples& r : repeats) worst_spread = std::max(worst_spread, relative_spread(r.samples));
+    report.setting("roof repeats", "3 of each; the worst repeat within " + fixed(100 * worst_spread, 0) +
+                                       "% of the best (a busy machine above " + fixed(100 * kBusySpread, 0) + "%)");
     const KernelContext gemm_ctx{.pool = &all, .bf16_activations = model->options().bf16_activations};
     const int prefill_rows = *std::max_element(prefill_lens.begin(), prefill_lens.end());
     report.setting("prefill GEMM", std::string(gemm_path_name(matmul_path(gemm_ctx, model->options().weight_dtype,
@@ -235,7 +247,9 @@ int main(int argc, char** argv) {
     fit.note = "Fitted here by weighted least squares (relative errors): the fraction of each measured roof the "
                "engine reaches, and a per-step overhead. The errors show what two straight roofs cannot capture "
                "(mid-sized batches run their GEMMs below the large-GEMM rate) and how much the machine drifted "
-               "while the points and the roofs were measured.";
+               "while the points and the roofs were measured." +
+               (busy.empty() ? std::string() : " Warning: " + busy + ".");
+    if (!busy.empty()) std::cerr << "lab_03_roofline: warning: " << busy << "\n";
     report.add_table(fit);
 
     // 6. GPU step times from the same model with datasheet roofs: simulated.

@@ -306,11 +306,13 @@ int main(int argc, char** argv) {
 
     // 3. The cost model, fitted to the head-of-line steps, checked on the sweep (held out), then run at GPU scale.
     ThreadPool pool(model->num_threads());
-    double peak = 0, bandwidth = 0;
+    std::vector<RoofSamples> roofs{{"f32 FMA", {}}, {"read", {}}};
     for (int i = 0; i < 3; ++i) {  // best of three: roofs are the most the machine can do
-      peak = std::max(peak, measure_peak_gflops(pool, PeakOp::F32Fma) * 1e9);  // the engine's FMA roof (lab 03)
-      bandwidth = std::max(bandwidth, measure_read_gbs(pool) * 1e9);
+      roofs[0].samples.push_back(measure_peak_gflops(pool, PeakOp::F32Fma));  // the engine's FMA roof (lab 03)
+      roofs[1].samples.push_back(measure_read_gbs(pool));
     }
+    const double peak = summarize(roofs[0].samples).max * 1e9, bandwidth = summarize(roofs[1].samples).max * 1e9;
+    const std::string busy = busy_machine_warning(roofs);  // the roofs' own repeats: was the machine quiet?
     const CostModel here = CostModel::calibrate("this CPU (calibrated)", peak, bandwidth, train);
     std::vector<double> step_error;
     for (const auto& [work, seconds] : held_out) step_error.push_back(100.0 * std::abs(here.predict(work) - seconds) / seconds);
@@ -346,6 +348,10 @@ int main(int argc, char** argv) {
        << "), bytes / (" << bandwidth / 1e9 << " GB/s x " << here.memory_efficiency << ")) + "
        << here.overhead_s * 1e3 << " ms. On the " << held_out.size() << " held-out steps (the other budgets) its error is "
        << std::setprecision(0) << err.median << "% at the median, " << err.p90 << "% at p90.";
+    if (!busy.empty()) {
+      cn << " Warning: " << busy << ".";
+      std::cerr << "lab_06_chunked_prefill: warning: " << busy << "\n";
+    }
     calib.note = cn.str();
     report.add_table(calib);
 

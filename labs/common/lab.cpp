@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -91,6 +92,22 @@ Progress::Progress(std::string label, long total)
 
 Progress::~Progress() {
   if (terminal_) std::cerr << "\r\033[K" << std::flush;
+}
+
+std::string busy_machine_warning(const std::vector<RoofSamples>& roofs) {
+  std::ostringstream unsteady;
+  double worst = 0;
+  for (const RoofSamples& roof : roofs) {
+    const double spread = relative_spread(roof.samples);
+    worst = std::max(worst, spread);
+    if (spread > kBusySpread)
+      unsteady << (unsteady.tellp() > 0 ? ", " : "") << roof.name << " by " << std::fixed << std::setprecision(0)
+               << 100 * spread << "%";
+  }
+  if (worst <= kBusySpread) return "";
+  return "the machine was busy: repeats of its roofs disagree (" + unsteady.str() + "; steady is within " +
+         std::to_string(static_cast<int>(100 * kBusySpread)) +
+         "%), so the step times vary too and the cost model's errors are not to be trusted; rerun on a quiet machine";
 }
 
 std::string human_bytes(double bytes) {

@@ -78,6 +78,31 @@ void describe_run(Report& report, const Model& model, const LabOptions& options)
 /// @p bytes in binary units with three significant digits, e.g. "268.0 MiB".
 std::string human_bytes(double bytes);
 
+/// One roof measured several times (the best of them is the roof a lab uses).
+struct RoofSamples {
+  std::string name;             ///< what was measured, e.g. "f32 FMA, 2 threads"
+  std::vector<double> samples;  ///< each repeat, in GFLOP/s or GB/s (all positive)
+};
+
+/**
+ * @brief Spread of a lab's repeated roofs above which it says the machine was
+ *        busy. On a quiet machine repeats of a roof agree within a few percent;
+ *        under load they disagree by 20% and more, and so do the step times
+ *        measured between them.
+ */
+inline constexpr double kBusySpread = 0.15;
+
+/**
+ * @brief The warning a lab prints when its own repeated roofs disagree by
+ *        more than kBusySpread (relative_spread()): the machine was busy while
+ *        it measured, so a cost model fitted against those roofs, and its
+ *        error column, are not to be trusted.
+ * @return "" when every roof is steady; else one line naming each unsteady
+ *         roof with its spread, and what to do (rerun on a quiet machine).
+ * @throws Error when a roof has no sample or a sample that is not positive.
+ */
+std::string busy_machine_warning(const std::vector<RoofSamples>& roofs);
+
 /// Progress on stderr: a bar redrawn in place on a terminal, else one line per tenth of the work (with elapsed seconds).
 class Progress {
  public:

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kv/kv_cache.h"
+#include "lab.h"
 #include "lab_runner.h"
 #include "model/model.h"
 #include "perf/cost_model.h"
@@ -120,6 +121,18 @@ TEST_CASE("predicted generation: with no overhead the cache saves the recomputed
   // A large per-step overhead hides the difference: the article's situation.
   const CostModel slow = CostModel::for_hardware(gpu("A100 80GB SXM"), 0.040);
   CHECK(predict_generation(slow, c, fp16, 30, 400, false) / predict_generation(slow, c, fp16, 30, 400, true) < 1.1);
+}
+
+TEST_CASE("the lab warns that the machine was busy when its own repeated roofs disagree by more than 15%", "[lab03]") {
+  using lab::RoofSamples;
+  // Quiet: the worst repeat is within 5% of the best.
+  CHECK(lab::busy_machine_warning({{"f32 FMA", {40, 39, 38}}, {"read", {20, 19.5, 20}}}).empty());
+  // Busy: read's worst repeat reached 60% of its best; only the unsteady roof is named, with its spread.
+  const std::string busy = lab::busy_machine_warning({{"f32 FMA", {40, 39, 38}}, {"read", {20, 12, 18}}});
+  CHECK_THAT(busy, Catch::Contains("read by 40%"));
+  CHECK_THAT(busy, Catch::Contains("not to be trusted"));
+  CHECK_THAT(busy, !Catch::Contains("FMA"));
+  REQUIRE_ERROR_MENTIONS(lab::busy_machine_warning({{"read", {}}}), "empty");
 }
 
 TEST_CASE("lab 03 --quick prints the seed table and checks counted work against the formula", "[lab03]") {

@@ -25,3 +25,11 @@ TEST_CASE("summary of repeated runs", "[metrics]") {
   CHECK(s.mean == 2);
   CHECK(s.count == 3);
 }
+
+TEST_CASE("the spread of repeated roofs is (max - min) / max", "[metrics]") {
+  CHECK(relative_spread({40}) == 0.0);
+  CHECK(relative_spread({40, 40, 40}) == 0.0);
+  CHECK(relative_spread({30, 40, 36}) == Approx(0.25));  // the worst repeat reached 75% of the best
+  REQUIRE_ERROR_MENTIONS(relative_spread({}), "empty");
+  REQUIRE_ERROR_MENTIONS(relative_spread({40, 0}), "positive");
+}
