@@ -14,7 +14,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->excludes(preset);
   app.add_option("--weights-seed", f.weights_seed, "seed of synthetic weights")->capture_default_str();
   app.add_option("--backend", f.backend, "cpu or cuda")->capture_default_str();
-  app.add_option("--dtype", f.dtype, "weight dtype: f32 or bf16")->capture_default_str();
+  app.add_option("--dtype", f.dtype, "f32, bf16 (weights) or bf16-math (weights and prefill arithmetic)")->capture_default_str();
   app.add_option("--attention", f.attention, "attention kernels: naive, blocked or flash")->capture_default_str();
   app.add_option("--threads", f.threads, "CPU threads, 0 = all cores")->capture_default_str();
   app.add_flag("--deterministic", f.deterministic, "batch-invariant reductions: a request's tokens do not depend on its batch");
@@ -37,7 +37,7 @@ EngineOptions engine_options(const std::string& backend, int threads, bool deter
   options.num_threads = threads;
   options.deterministic = deterministic;
   options.attention = parse_attention_kind(attention, "--attention");
-  options.weight_dtype = parse_weight_dtype(dtype, "--dtype");
+  apply_dtype_flag(dtype, "--dtype", options);
   return options;
 }
 

@@ -199,7 +199,8 @@ int run_generate(const GenerateArgs& a) {
          << c.num_parameters() / 1e6 << " M params, " << c.num_hidden_layers << " layers, hidden " << c.hidden_size
          << ", " << c.attention_kind() << " " << c.num_attention_heads << "/" << c.num_key_value_heads << " heads)\n"
          << "weights    " << (a.model_dir.empty() ? "synthetic, seed " + std::to_string(a.weights_seed) : a.model_dir)
-         << ", " << dtype_name(options.weight_dtype) << " weights, f32 activations, cpu, " << model->num_threads()
+         << ", " << dtype_name(options.weight_dtype) << " weights, "
+         << (options.bf16_activations ? "bf16 prefill arithmetic" : "f32 activations") << ", cpu, " << model->num_threads()
          << " threads\n"
          << "kv cache   " << (gen.use_kv_cache ? "on (contiguous)" : "off (recompute every step)") << ", reductions "
          << (a.deterministic ? "deterministic" : "fast (OpenBLAS)") << ", attention " << a.attention << "\n"
@@ -372,7 +373,7 @@ int main(int argc, char** argv) {
   gen->add_flag("--no-kv-cache", g.no_kv_cache, "recompute the whole sequence every step (use_cache=False)");
   gen->add_flag("--deterministic", g.deterministic, "batch-invariant reductions (slower prefill)");
   gen->add_option("--attention", g.attention, "attention kernels: naive, blocked or flash (lab 05)")->capture_default_str();
-  gen->add_option("--dtype", g.dtype, "weight dtype: f32 (exact) or bf16 (half the bytes)")->capture_default_str();
+  gen->add_option("--dtype", g.dtype, "f32 (exact), bf16 (half the bytes) or bf16-math (bf16 prefill arithmetic too)")->capture_default_str();
   gen->add_option("--backend", g.backend, "cpu or cuda")->capture_default_str();
 
   TokenizeArgs t;

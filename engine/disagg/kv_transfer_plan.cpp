@@ -50,8 +50,9 @@ TransferPlan plan_transfer(const KVLayout& src, std::span<const std::int32_t> sr
         first_layer, ", ", end_layer, ") outside [0, ", src.num_layers, ")");
   check_table(src, src_blocks, num_tokens, "source");
   check_table(dst, dst_blocks, num_tokens, "destination");
-  const int num_blocks = (num_tokens + src.block_size - 1) / src.block_size;
   TransferPlan plan;
+  // BEGIN LAB07 SOLUTION: plan_transfer, one descriptor per run of consecutive blocks on both sides
+  const int num_blocks = (num_tokens + src.block_size - 1) / src.block_size;
   for (int layer = first_layer; layer < end_layer; ++layer)
     for (int region : {kKeyRegion, kValueRegion})
       for (int first = 0; first < num_blocks;) {
@@ -71,6 +72,7 @@ TransferPlan plan_transfer(const KVLayout& src, std::span<const std::int32_t> sr
         plan.bytes += length;
         first = end;
       }
+  // END LAB07 SOLUTION
   return plan;
 }
 

@@ -62,8 +62,18 @@ struct TransferPlan {
 /**
  * @brief The descriptors that move the first @p num_tokens tokens of layers
  *        [@p first_layer, @p end_layer) from @p src_blocks (local) to @p dst_blocks (the peer's).
+ *
+ * Order: layer by layer, K (region 0) before V (region 1), blocks in table
+ * order. Block i joins the run of block i-1 when src_blocks[i] == src_blocks[i-1] + 1
+ * and dst_blocks[i] == dst_blocks[i-1] + 1; a run's descriptor starts at row 0
+ * of its first block on each side (offsets as in the file comment) and is
+ * tokens × row_bytes() long, where the run's last block counts only the rows
+ * below @p num_tokens. num_uncoalesced is 2 × layers × blocks; bytes is the sum
+ * of the lengths, so exactly 2 × layers × num_tokens × row_bytes(). An empty
+ * layer range gives an empty plan.
  * @throws Error when the layouts are not compatible, a block table is too short
- *         for @p num_tokens, or the layer range is out of bounds.
+ *         for @p num_tokens or holds an id outside its cache, num_tokens < 1, or
+ *         the layer range is out of bounds.
  */
 TransferPlan plan_transfer(const KVLayout& src, std::span<const std::int32_t> src_blocks, const KVLayout& dst,
                            std::span<const std::int32_t> dst_blocks, int num_tokens, int first_layer, int end_layer);

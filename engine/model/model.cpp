@@ -20,10 +20,11 @@ Backend parse_backend(const std::string& text, const std::string& what) {
   fail(what, ": unknown backend '", text, "' (expected cpu or cuda)");
 }
 
-DType parse_weight_dtype(const std::string& text, const std::string& what) {
-  if (text == "f32") return DType::F32;
-  if (text == "bf16") return DType::BF16;
-  fail(what, ": unsupported weight dtype '", text, "' (expected f32 or bf16)");
+void apply_dtype_flag(const std::string& text, const std::string& what, EngineOptions& options) {
+  check(text == "f32" || text == "bf16" || text == "bf16-math", what, ": unsupported dtype '", text,
+        "' (expected f32, bf16 or bf16-math)");
+  options.weight_dtype = text == "f32" ? DType::F32 : DType::BF16;
+  options.bf16_activations = text == "bf16-math";
 }
 
 Model::Model(ModelConfig config, ModelWeights weights, const EngineOptions& options)

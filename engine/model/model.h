@@ -40,12 +40,6 @@ enum class Backend { CPU, CUDA };
 /// Parses "cpu" or "cuda"; @throws Error naming @p what otherwise.
 Backend parse_backend(const std::string& text, const std::string& what);
 
-/**
- * @brief Parses a weight dtype flag: "f32" or "bf16".
- * @throws Error naming @p what and the accepted values otherwise.
- */
-DType parse_weight_dtype(const std::string& text, const std::string& what);
-
 /// Engine-wide switches; later labs add theirs here so the whole ladder reads top to bottom.
 struct EngineOptions {
   Backend backend = Backend::CPU;  ///< where ops run
@@ -60,6 +54,15 @@ struct EngineOptions {
   /// and splits long decodes across threads (kernels/attention.h).
   AttentionKind attention = AttentionKind::BLOCKED;
 };
+
+/**
+ * @brief Applies a --dtype flag to @p options: "f32" (exact), "bf16" (bf16
+ *        weights widened to f32 for the arithmetic) or "bf16-math" (bf16
+ *        weights, and prefill GEMMs in bf16 arithmetic: activations rounded to
+ *        bf16, f32 accumulation, as on the CUDA path and llama.cpp's BF16).
+ * @throws Error naming @p what and the accepted values otherwise.
+ */
+void apply_dtype_flag(const std::string& text, const std::string& what, EngineOptions& options);
 
 /// A model ready to run: config, weights and the threads to run them on.
 class Model {

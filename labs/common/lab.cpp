@@ -21,7 +21,7 @@ void add_common_options(CLI::App& app, LabOptions& o, const std::string& default
   auto* preset = app.add_option("--preset", o.preset, "model shape with synthetic weights")->capture_default_str();
   app.add_option("--model", o.model_dir, "Hugging Face model folder instead of a preset")->excludes(preset);
   app.add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
-  app.add_option("--dtype", o.dtype, "weight dtype: f32 or bf16")->capture_default_str();
+  app.add_option("--dtype", o.dtype, "f32, bf16 (weights) or bf16-math (weights and prefill arithmetic)")->capture_default_str();
   app.add_option("--threads", o.threads, "CPU threads, 0 = all cores")->capture_default_str();
   app.add_option("--seed", o.seed, "seed of synthetic weights and prompts")->capture_default_str();
   app.add_option("--out", o.out, "results folder")->capture_default_str();
@@ -41,7 +41,7 @@ std::unique_ptr<Model> load_model(const LabOptions& o, bool deterministic) {
   engine.num_threads = o.threads;
   engine.deterministic = deterministic;
   engine.attention = parse_attention_kind(o.attention, "--attention");
-  engine.weight_dtype = parse_weight_dtype(o.dtype, "--dtype");
+  apply_dtype_flag(o.dtype, "--dtype", engine);
   std::cerr << "loading " << (o.model_dir.empty() ? "preset " + o.preset + " (synthetic weights)" : o.model_dir)
             << " ...\n";
   return o.model_dir.empty() ? Model::from_preset(o.preset, o.seed, engine) : Model::from_pretrained(o.model_dir, engine);
@@ -76,7 +76,9 @@ void describe_run(Report& report, const Model& model, const LabOptions& o) {
   const auto machine = Report::machine_metadata();
   report.setting("device", o.backend + ", " + machine["cpu"].get<std::string>() + ", " +
                                std::to_string(model.num_threads()) + " threads");
-  report.setting("dtype", o.dtype + " weights, f32 activations and KV cache");
+  report.setting("dtype", model.options().bf16_activations
+                              ? "bf16 weights, bf16 arithmetic in prefill GEMMs, f32 activations between ops and KV cache"
+                              : o.dtype + " weights, f32 activations and KV cache");
   report.setting("reductions", model.options().deterministic ? "deterministic (batch-invariant)" : "fast (OpenBLAS)");
   report.setting("attention", to_string(model.options().attention));
   report.setting("timing", std::to_string(o.warmup) + " warm-up + " + std::to_string(o.repeats) +

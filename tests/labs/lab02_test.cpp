@@ -88,7 +88,7 @@ TEST_CASE("lab 02 refuses bad flags with one error naming the flag", "[lab02]") 
   const std::string lab = LAB02_EXE;
   test::check_refused(lab + " --quick --tokens 0,5 --out /tmp", "--tokens");
   test::check_refused(lab + " --quick --tokens 5000 --out /tmp", "max_position_embeddings");
-  test::check_refused(lab + " --quick --dtype fp8 --out /tmp", "--dtype: unsupported weight dtype 'fp8'");
+  test::check_refused(lab + " --quick --dtype fp8 --out /tmp", "--dtype: unsupported dtype 'fp8'");
 }
 
 TEST_CASE("lab 02 encodes the article's prompt with the model's tokenizer.json", "[lab02]") {

@@ -2,6 +2,8 @@
 // the same loader a real checkpoint uses and must reproduce transformers'
 // logits and greedy tokens (fixtures: tools/make_fixtures.py).
 #include "core/error.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_dnnl.h"
 #include "model/model.h"
 #include "serve/generate.h"
 #include "test_util.h"
@@ -141,3 +143,29 @@ TEST_CASE("bf16 weights stay within the stated tolerance of the f32 path", "[par
     }
   }
 }
+
+TEST_CASE("bf16 arithmetic (--dtype bf16-math) stays within the bf16 bound of the f32-arithmetic result", "[parity][bf16]") {
+  // Rounding the activations to bf16 before each prefill GEMM adds an error of
+  // the same size as rounding the weights (2^-9 relative per operand), so the
+  // bound of the test above holds; greedy margins are too narrow to compare tokens.
+  EngineOptions options;
+  apply_dtype_flag("bf16-math", "--dtype", options);
+  REQUIRE(options.bf16_activations);
+  auto model = Model::from_pretrained(test::fixtures_dir() / "qwen2-tiny-bf16", options);
+  const auto ref = test::load_reference("qwen2-tiny-bf16");
+  const auto prompt = ids_of(ref["prompts"][2]);  // 13 tokens: past the rows kernels' cutoff
+  const bool bf16_math = dnnl_bf16_arithmetic();
+  if (bf16_math)
+    REQUIRE(static_cast<int>(prompt.size()) > rows_kernel_max_m(KernelContext{.bf16_activations = true}, DType::BF16));
+  HostKVCache cache(model->config(), 1, static_cast<int>(prompt.size()));
+  Batch batch;
+  batch.add({0}, 0, prompt, LogitsFor::All);
+  std::vector<double> expected;
+  for (const auto& row : ref["logits"][2])
+    for (const auto& v : row) expected.push_back(v.get<double>());
+  const auto logits = model->forward(batch, cache);
+  CHECK(all_close(logits, expected, 0.6, 0.05));
+  // Where the CPU has no bf16 dot product the GEMMs widen as before, and the result is the f32 one.
+  CHECK(all_close(logits, expected, test::kF32Atol, test::kF32Rtol) == !bf16_math);
+}
+
