@@ -285,27 +285,15 @@ void UcxTransport::remove_peer(int peer) {
 }
 
 void UcxTransport::write(int peer, std::span<const TransferDescriptor> descriptors, const TransferOptions& options) {
-  State::Peer& p = s_->peer(peer);
-  const double start = now_seconds();
-  std::vector<void*> pending;
-  std::uint64_t bytes = 0;
-  for (const Piece& piece : cut(descriptors)) {
-    s_->pace(start, bytes, options.pace_bytes_per_second);
-    bytes += piece.length;
-    const std::byte* src = s_->local(piece.local_region, piece.local_offset, piece.length);
-    const std::uint64_t dst = s_->remote(p, piece.remote_region, piece.remote_offset, piece.length);
-    ucp_request_param_t params{};
-    s_->track(pending, ucp_put_nbx(p.ep, src, piece.length, dst, p.rkeys[static_cast<std::size_t>(piece.remote_region)],
-                                   &params), "put");
-  }
-  // The puts completing locally says nothing about the peer's memory: the flush does.
-  ucp_request_param_t flush{};
-  s_->track(pending, ucp_ep_flush_nbx(p.ep, &flush), "flush");
-  s_->wait(pending, start + options.timeout_seconds, "write", &p);
-  s_->pace(start, bytes, options.pace_bytes_per_second);
+  one_sided(peer, descriptors, options, true);
 }
 
 void UcxTransport::read(int peer, std::span<const TransferDescriptor> descriptors, const TransferOptions& options) {
+  one_sided(peer, descriptors, options, false);
+}
+
+void UcxTransport::one_sided(int peer, std::span<const TransferDescriptor> descriptors, const TransferOptions& options,
+                             bool put) {
   State::Peer& p = s_->peer(peer);
   const double start = now_seconds();
   std::vector<void*> pending;
@@ -313,15 +301,19 @@ void UcxTransport::read(int peer, std::span<const TransferDescriptor> descriptor
   for (const Piece& piece : cut(descriptors)) {
     s_->pace(start, bytes, options.pace_bytes_per_second);
     bytes += piece.length;
-    std::byte* dst = s_->local(piece.local_region, piece.local_offset, piece.length);
-    const std::uint64_t src = s_->remote(p, piece.remote_region, piece.remote_offset, piece.length);
+    std::byte* local = s_->local(piece.local_region, piece.local_offset, piece.length);
+    const std::uint64_t remote = s_->remote(p, piece.remote_region, piece.remote_offset, piece.length);
+    const ucp_rkey_h rkey = p.rkeys[static_cast<std::size_t>(piece.remote_region)];
     ucp_request_param_t params{};
-    s_->track(pending, ucp_get_nbx(p.ep, dst, piece.length, src, p.rkeys[static_cast<std::size_t>(piece.remote_region)],
-                                   &params), "get");
+    s_->track(pending,
+              put ? ucp_put_nbx(p.ep, local, piece.length, remote, rkey, &params)
+                  : ucp_get_nbx(p.ep, local, piece.length, remote, rkey, &params),
+              put ? "put" : "get");
   }
+  // The operations completing locally says nothing about the peer's memory: the flush does.
   ucp_request_param_t flush{};
   s_->track(pending, ucp_ep_flush_nbx(p.ep, &flush), "flush");
-  s_->wait(pending, start + options.timeout_seconds, "read", &p);
+  s_->wait(pending, start + options.timeout_seconds, put ? "write" : "read", &p);
   s_->pace(start, bytes, options.pace_bytes_per_second);
 }
 

@@ -52,6 +52,8 @@ class UcxTransport final : public Transport {
  private:
   struct State;  // the UCX handles (kept out of the header, so only this file includes ucp.h)
   std::unique_ptr<State> s_;
+  /// write() (@p put) or read(): one put or get per piece, then a flush, waited for with the timeout.
+  void one_sided(int peer, std::span<const TransferDescriptor> descriptors, const TransferOptions& options, bool put);
 };
 
 }  // namespace servelab::disagg

@@ -17,6 +17,22 @@ const char* const kFixtures[] = {"qwen2-tiny", "llama-tiny", "qwen2-tiny-bf16", 
 
 std::vector<std::int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<std::int32_t>>(); }
 
+// The model's logits at every position of fixture prompt p, and transformers' reference for them.
+struct PromptLogits {
+  std::vector<float> logits;
+  std::vector<double> expected;
+};
+PromptLogits prompt_logits(Model& model, const nlohmann::json& ref, std::size_t p) {
+  const auto prompt = ids_of(ref["prompts"][p]);
+  HostKVCache cache(model.config(), 1, static_cast<int>(prompt.size()));
+  Batch batch;
+  batch.add({0}, 0, prompt, LogitsFor::All);
+  PromptLogits out{model.forward(batch, cache), {}};
+  for (const auto& row : ref["logits"][p])
+    for (const auto& v : row) out.expected.push_back(v.get<double>());
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("logits match transformers on every fixture prompt", "[parity]") {
@@ -28,15 +44,8 @@ TEST_CASE("logits match transformers on every fixture prompt", "[parity]") {
         auto model = Model::from_pretrained(test::fixtures_dir() / name, options);
         const auto ref = test::load_reference(name);
         for (std::size_t p = 0; p < ref["prompts"].size(); ++p) {
-          const auto prompt = ids_of(ref["prompts"][p]);
-          HostKVCache cache(model->config(), 1, static_cast<int>(prompt.size()));
-          Batch batch;
-          batch.add({0}, 0, prompt, LogitsFor::All);
-          const std::vector<float> logits = model->forward(batch, cache);
-          std::vector<double> expected;
-          for (const auto& row : ref["logits"][p])
-            for (const auto& v : row) expected.push_back(v.get<double>());
-          INFO("prompt " << p << " of " << prompt.size() << " tokens");
+          const auto [logits, expected] = prompt_logits(*model, ref, p);
+          INFO("prompt " << p << " of " << ref["prompts"][p].size() << " tokens");
           CHECK(all_close(logits, expected, test::kF32Atol, test::kF32Rtol));
         }
       }
@@ -105,13 +114,8 @@ TEST_CASE("bf16 weights: a bf16 checkpoint runs in bf16 with no copy and no chan
   const auto ref = test::load_reference("qwen2-tiny-bf16");
   for (std::size_t p = 0; p < ref["prompts"].size(); ++p) {
     const auto prompt = ids_of(ref["prompts"][p]);
-    HostKVCache cache(model->config(), 1, static_cast<int>(prompt.size()));
-    Batch batch;
-    batch.add({0}, 0, prompt, LogitsFor::All);
-    std::vector<double> expected;
-    for (const auto& row : ref["logits"][p])
-      for (const auto& v : row) expected.push_back(v.get<double>());
-    CHECK(all_close(model->forward(batch, cache), expected, test::kF32Atol, test::kF32Rtol));
+    const auto [logits, expected] = prompt_logits(*model, ref, p);
+    CHECK(all_close(logits, expected, test::kF32Atol, test::kF32Rtol));
     GenerateOptions gen;
     gen.max_new_tokens = static_cast<int>(ref["greedy"][p].size());
     CHECK(generate(*model, prompt, gen).output_ids == ids_of(ref["greedy"][p]));
@@ -129,15 +133,7 @@ TEST_CASE("bf16 weights stay within the stated tolerance of the f32 path", "[par
       EngineOptions options;
       options.weight_dtype = DType::BF16;
       auto model = Model::from_pretrained(test::fixtures_dir() / name, options);
-      const auto ref = test::load_reference(name);
-      const auto prompt = ids_of(ref["prompts"][2]);
-      HostKVCache cache(model->config(), 1, static_cast<int>(prompt.size()));
-      Batch batch;
-      batch.add({0}, 0, prompt, LogitsFor::All);
-      std::vector<double> expected;
-      for (const auto& row : ref["logits"][2])
-        for (const auto& v : row) expected.push_back(v.get<double>());
-      const auto logits = model->forward(batch, cache);
+      const auto [logits, expected] = prompt_logits(*model, test::load_reference(name), 2);
       CHECK(all_close(logits, expected, 0.6, 0.05));
       CHECK_FALSE(all_close(logits, expected, test::kF32Atol, test::kF32Rtol));  // the run really was bf16
     }
@@ -153,17 +149,10 @@ TEST_CASE("bf16 arithmetic (--dtype bf16-math) stays within the bf16 bound of th
   REQUIRE(options.bf16_activations);
   auto model = Model::from_pretrained(test::fixtures_dir() / "qwen2-tiny-bf16", options);
   const auto ref = test::load_reference("qwen2-tiny-bf16");
-  const auto prompt = ids_of(ref["prompts"][2]);  // 13 tokens: past the rows kernels' cutoff
   const bool bf16_math = dnnl_bf16_arithmetic();
-  if (bf16_math)
-    REQUIRE(static_cast<int>(prompt.size()) > rows_kernel_max_m(KernelContext{.bf16_activations = true}, DType::BF16));
-  HostKVCache cache(model->config(), 1, static_cast<int>(prompt.size()));
-  Batch batch;
-  batch.add({0}, 0, prompt, LogitsFor::All);
-  std::vector<double> expected;
-  for (const auto& row : ref["logits"][2])
-    for (const auto& v : row) expected.push_back(v.get<double>());
-  const auto logits = model->forward(batch, cache);
+  if (bf16_math)  // prompt 2 has 13 tokens: past the rows kernels' cutoff, so the GEMMs run in bf16
+    REQUIRE(static_cast<int>(ref["prompts"][2].size()) > rows_kernel_max_m(KernelContext{.bf16_activations = true}, DType::BF16));
+  const auto [logits, expected] = prompt_logits(*model, ref, 2);
   CHECK(all_close(logits, expected, 0.6, 0.05));
   // Where the CPU has no bf16 dot product the GEMMs widen as before, and the result is the f32 one.
   CHECK(all_close(logits, expected, test::kF32Atol, test::kF32Rtol) == !bf16_math);
