@@ -203,7 +203,7 @@ int run_generate(const GenerateArgs& a) {
          << (options.bf16_activations ? "bf16 prefill arithmetic" : "f32 activations") << ", cpu, " << model->num_threads()
          << " threads\n"
          << "kv cache   " << (gen.use_kv_cache ? "on (contiguous)" : "off (recompute every step)") << ", reductions "
-         << (a.deterministic ? "deterministic" : "fast (OpenBLAS)") << ", attention " << a.attention << "\n"
+         << (a.deterministic ? "deterministic" : "fast (library GEMMs)") << ", attention " << a.attention << "\n"
          << "sampling   " << (a.temperature == 0.0f ? std::string("greedy") : "temperature " + std::to_string(a.temperature))
          << ", seed " << a.seed << "\n";
   if (prompt.text) {

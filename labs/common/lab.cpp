@@ -79,7 +79,7 @@ void describe_run(Report& report, const Model& model, const LabOptions& o) {
   report.setting("dtype", model.options().bf16_activations
                               ? "bf16 weights, bf16 arithmetic in prefill GEMMs, f32 activations between ops and KV cache"
                               : o.dtype + " weights, f32 activations and KV cache");
-  report.setting("reductions", model.options().deterministic ? "deterministic (batch-invariant)" : "fast (OpenBLAS)");
+  report.setting("reductions", model.options().deterministic ? "deterministic (batch-invariant)" : "fast (library GEMMs)");
   report.setting("attention", to_string(model.options().attention));
   report.setting("timing", std::to_string(o.warmup) + " warm-up + " + std::to_string(o.repeats) +
                                " timed runs per point, median shown (min/max in the files)");
