@@ -51,16 +51,16 @@ TransferPlan plan_transfer(const KVLayout& src, std::span<const std::int32_t> sr
   check_table(src, src_blocks, num_tokens, "source");
   check_table(dst, dst_blocks, num_tokens, "destination");
   TransferPlan plan;
-  // BEGIN LAB07 SOLUTION: plan_transfer, one descriptor per run of consecutive blocks on both sides
   const int num_blocks = (num_tokens + src.block_size - 1) / src.block_size;
   for (int layer = first_layer; layer < end_layer; ++layer)
     for (int region : {kKeyRegion, kValueRegion})
       for (int first = 0; first < num_blocks;) {
-        // Extend the run while both sides' next block ids are consecutive.
         int end = first + 1;
+        // BEGIN LAB07 SOLUTION: plan_transfer, extend the run [first, end) while both sides' next block ids are consecutive
         while (end < num_blocks && src_blocks[static_cast<std::size_t>(end)] == src_blocks[static_cast<std::size_t>(end - 1)] + 1 &&
                dst_blocks[static_cast<std::size_t>(end)] == dst_blocks[static_cast<std::size_t>(end - 1)] + 1)
           ++end;
+        // END LAB07 SOLUTION
         const int tokens = std::min(end * src.block_size, num_tokens) - first * src.block_size;
         const std::uint64_t length = static_cast<std::uint64_t>(tokens) * src.row_bytes();
         plan.descriptors.push_back({.local_region = region,
@@ -72,7 +72,6 @@ TransferPlan plan_transfer(const KVLayout& src, std::span<const std::int32_t> sr
         plan.bytes += length;
         first = end;
       }
-  // END LAB07 SOLUTION
   return plan;
 }
 
