@@ -21,6 +21,8 @@ import sys
 
 import numpy as np
 
+from byte_level import bytes_to_unicode
+
 try:
     import gguf
 except ImportError:
@@ -29,19 +31,6 @@ except ImportError:
 # Qwen2.5-0.5B-Instruct's config.json, the articles' model.
 HIDDEN, LAYERS, HEADS, KV_HEADS, FFN, VOCAB = 896, 24, 14, 2, 4864, 151936
 ROPE_THETA, RMS_EPS, CONTEXT = 1e6, 1e-6, 32768
-
-
-def byte_alphabet():
-    """GPT-2's printable stand-ins for the 256 byte values, in byte order."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
-    chars, extra = {}, 0
-    for b in range(256):
-        if b in keep:
-            chars[b] = chr(b)
-        else:
-            chars[b] = chr(256 + extra)
-            extra += 1
-    return [chars[b] for b in range(256)]
 
 
 def main():
@@ -69,7 +58,7 @@ def main():
     w.add_file_type(gguf.LlamaFileType.ALL_F32 if args.dtype == "f32" else gguf.LlamaFileType.MOSTLY_BF16)
 
     # llama.cpp refuses a BPE vocab without merges, so there is one: two spaces ("Ġ" is GPT-2's space).
-    tokens = byte_alphabet() + ["\u0120\u0120"] + [f"<servelab_{i}>" for i in range(VOCAB - 257)]
+    tokens = [bytes_to_unicode()[b] for b in range(256)] + ["\u0120\u0120"] + [f"<servelab_{i}>" for i in range(VOCAB - 257)]
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("qwen2")
     w.add_token_list(tokens)

@@ -40,6 +40,8 @@ import shutil
 import sys
 import unicodedata
 
+from byte_level import bytes_to_unicode
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -220,20 +222,6 @@ def corpus(training_text):
     paragraphs = [p for p in training_text.split("\n\n") if p.strip()]
     step = max(1, len(paragraphs) // CORPUS_PARAGRAPHS)
     return HANDWRITTEN + paragraphs[::step][:CORPUS_PARAGRAPHS] + random_strings(4)
-
-
-def bytes_to_unicode():
-    """GPT-2's byte -> printable character table, which byte-level BPE vocabularies are written in."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1)) \
-        + list(range(ord("\u00ae"), ord("\u00ff") + 1))
-    table, extra = {}, 0
-    for b in range(256):
-        if b in printable:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
 
 
 def byte_token_ids(tok, data):

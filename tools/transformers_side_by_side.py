@@ -55,9 +55,7 @@ def run_transformers(model, prompt, tokens, cache):
 def run_servelab(exe, model_dir, prompt, tokens, threads, cache):
     cmd = [str(exe), "generate", "--model", str(model_dir), "--prompt-ids", ",".join(map(str, prompt)),
            "--max-new-tokens", str(tokens), "--threads", str(threads)] + ([] if cache else ["--no-kv-cache"])
-    start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"transformers_side_by_side.py: error: servelab failed: {done.stderr.strip()}")
     # Timed from the phase table, as transformers' time excludes loading.
@@ -65,7 +63,7 @@ def run_servelab(exe, model_dir, prompt, tokens, threads, cache):
     ids = re.search(r"^output ids\s+(.*)$", done.stdout, re.M)
     if len(phase) != 2 or not ids:
         sys.exit(f"transformers_side_by_side.py: error: unexpected servelab output:\n{done.stdout}")
-    return (phase["prefill"] + phase["decode"]) / 1e3, [int(t) for t in ids.group(1).split()], seconds
+    return (phase["prefill"] + phase["decode"]) / 1e3, [int(t) for t in ids.group(1).split()]
 
 
 def main():
@@ -91,7 +89,7 @@ def main():
         run_transformers(model, prompt[:4], 2, args.cache)  # warm-up: the first call initialises lazily
         for r in range(args.rounds):
             t_hf, ids_hf = run_transformers(model, prompt, args.tokens, args.cache)
-            t_ours, ids_ours, _ = run_servelab(args.servelab, tmp, prompt, args.tokens, args.threads, args.cache)
+            t_ours, ids_ours = run_servelab(args.servelab, tmp, prompt, args.tokens, args.threads, args.cache)
             hf.append(t_hf)
             ours.append(t_ours)
             same.append(next((i for i, (a, b) in enumerate(zip(ids_hf, ids_ours)) if a != b), min(len(ids_hf), len(ids_ours))))
