@@ -1,3 +1,4 @@
-// Catch2 v2 supplies main() for the engine test executable.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// main() of the engine, lab and server test executables.
+#include "catch_session.h"
+
+int main(int argc, char** argv) { return servelab::test::run_catch(argc, argv); }

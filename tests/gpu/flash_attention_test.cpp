@@ -25,7 +25,7 @@ namespace {
 constexpr double kAtol = 10 * kOpAtol, kRtol = 10 * kOpRtol;
 
 /// Sequences of (cached, new) tokens in one batch, their K/V on the host and the device.
-struct Batch {
+struct RaggedKv {
   AttentionShape shape;
   std::vector<std::vector<float>> k, v;          // per sequence [context, kv_dim]
   std::vector<Tensor> dk, dv;
@@ -37,7 +37,7 @@ struct Batch {
   std::vector<float> q;
   int T = 0, max_keys = 0;
 
-  Batch(AttentionShape s, const std::vector<std::pair<int, int>>& shapes, int block_size, unsigned seed) : shape(s) {
+  RaggedKv(AttentionShape s, const std::vector<std::pair<int, int>>& shapes, int block_size, unsigned seed) : shape(s) {
     const int kv_dim = s.num_kv_heads * s.head_dim;
     for (std::size_t i = 0; i < shapes.size(); ++i) {
       const auto [cached, fresh] = shapes[i];
@@ -80,7 +80,7 @@ TEST_CASE("CUDA flash prefill equals v0 on ragged batches - paged and contiguous
   for (const AttentionShape& s : kShapes)
     for (int bs : {0, 16}) {
       // A 1000-token prefill, a decode, a 17-token chunk after 40 cached, a 1-token prompt: tiles straddle sequences.
-      Batch b(s, {{0, 1000}, {999, 1}, {40, 17}, {0, 1}}, bs, 5);
+      RaggedKv b(s, {{0, 1000}, {999, 1}, {40, 17}, {0, 1}}, bs, 5);
       INFO("heads " << s.num_heads << ":" << s.num_kv_heads << " d " << s.head_dim << " block " << bs);
       const Tensor dq = on_device(b.q), drows = cuda::upload(b.rows), dviews = cuda::upload(b.device);
       Tensor out = poisoned(b.q.size());
@@ -94,7 +94,7 @@ TEST_CASE("CUDA flash prefill equals v0 on ragged batches - paged and contiguous
 TEST_CASE("CUDA split-K decode equals v0 in any number of pieces", "[gpu][flash][split-k]") {
   for (const AttentionShape& s : kShapes)
     for (int bs : {0, 16}) {
-      Batch b(s, {{4095, 1}, {16, 1}, {0, 1}, {1000, 1}}, bs, 7);
+      RaggedKv b(s, {{4095, 1}, {16, 1}, {0, 1}, {1000, 1}}, bs, 7);
       const auto cpu = widen(b.cpu());
       const Tensor dq = on_device(b.q), drows = cuda::upload(b.rows), dviews = cuda::upload(b.device);
       for (int pieces : {0, 1, 2, 3, 7, 64}) {

@@ -1,13 +1,11 @@
 // The GPU tests' main(): with no CUDA device every test reports SKIP (exit
 // code 77, which CMake registers as SKIP_RETURN_CODE), never PASS. Listing the
 // tests (ctest's discovery at build time) works on any machine.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "catch_session.h"
 #include "cuda/device_probe.h"
 
 int main(int argc, char** argv) {
@@ -20,5 +18,5 @@ int main(int argc, char** argv) {
   // Every device buffer and new KV cache starts as NaN, so an element a kernel
   // forgets to write (or reads before anyone wrote it) fails the comparison.
   setenv("SERVELAB_CUDA_POISON", "1", 1);
-  return Catch::Session().run(argc, argv);
+  return servelab::test::run_catch(argc, argv);
 }
