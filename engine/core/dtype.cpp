@@ -25,4 +25,8 @@ DType parse_dtype(std::string_view text, const std::string& what) {
   fail(what, ": unsupported dtype '", text, "' (expected one of f32/float32, f16/float16, bf16/bfloat16)");
 }
 
+void f32_to_bf16(const float* in, std::uint16_t* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = f32_to_bf16(in[i]);
+}
+
 }  // namespace servelab

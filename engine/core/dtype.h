@@ -53,6 +53,9 @@ SERVELAB_HD std::uint16_t f32_to_bf16(float f) {
   return static_cast<std::uint16_t>(u >> 16);
 }
 
+/// Narrows @p n floats to bfloat16, f32_to_bf16() each: @p out[i] = f32_to_bf16(@p in[i]).
+void f32_to_bf16(const float* in, std::uint16_t* out, std::size_t n);
+
 /// Widens an IEEE half bit pattern to f32 (exact, subnormals and inf/NaN included).
 SERVELAB_HD float f16_to_f32(std::uint16_t h) {
   const std::uint32_t sign = (h & 0x8000u) << 16;

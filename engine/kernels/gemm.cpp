@@ -25,7 +25,16 @@ bool is_bf16(const Tensor& w) {
 constexpr int kRowBlock = 16;
 
 // Where the row kernels stop beating oneDNN (rows_kernel_max_m(), measured in gemm.h).
-constexpr int kRowsMaxMAvx512Dnnl = 64, kRowsMaxMAvx2Dnnl = 16, kRowsMaxMBf16Dnnl = 4;
+constexpr int kRowsMaxMAvx512Dnnl = 64, kRowsMaxMAvx2Dnnl = 16;
+
+// Runs fn(n0, n1) on the pool over blocks of kRowBlock weight rows.
+template <typename Fn>
+void for_row_blocks(const KernelContext& ctx, int N, Fn fn) {
+  const std::size_t blocks = (static_cast<std::size_t>(N) + kRowBlock - 1) / kRowBlock;
+  ctx.pool->parallel_for(blocks, [&](std::size_t b0, std::size_t b1) {
+    fn(static_cast<int>(b0) * kRowBlock, std::min(N, static_cast<int>(b1) * kRowBlock));
+  });
+}
 
 }  // namespace
 
@@ -46,12 +55,21 @@ void matmul_reference(float* out, const float* x, const Tensor& w, int M) {
 void matmul_rows(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M) {
   const int N = static_cast<int>(w.shape[0]), K = static_cast<int>(w.shape[1]);
   const bool bf16 = is_bf16(w);
+#if defined(SERVELAB_X86_KERNELS)
+  if (bf16 && ctx.bf16_activations && cpu::bf16_dot_supported()) {
+    // bf16 arithmetic: the inputs rounded to bf16 once (M·K values, against N·K weights read).
+    thread_local std::vector<std::uint16_t> x_bf16;
+    x_bf16.resize(static_cast<std::size_t>(M) * K);
+    f32_to_bf16(x, x_bf16.data(), x_bf16.size());
+    const std::uint16_t* xb = x_bf16.data();
+    for_row_blocks(ctx, N, [&](int n0, int n1) {
+      cpu::rows_avx512_bf16(out, xb, w.as<const std::uint16_t>(), M, N, K, n0, n1);
+    });
+    return;
+  }
+#endif
   const cpu::RowsKernel kernel = cpu::rows_kernel(cpu::active_isa());
-  const std::size_t blocks = (static_cast<std::size_t>(N) + kRowBlock - 1) / kRowBlock;
-  ctx.pool->parallel_for(blocks, [&](std::size_t b0, std::size_t b1) {
-    const int n0 = static_cast<int>(b0) * kRowBlock, n1 = std::min(N, static_cast<int>(b1) * kRowBlock);
-    kernel(out, x, w.data, bf16, M, N, K, n0, n1);
-  });
+  for_row_blocks(ctx, N, [&](int n0, int n1) { kernel(out, x, w.data, bf16, M, N, K, n0, n1); });
 }
 
 void use_blas_inside_engine_threads() {
@@ -65,9 +83,7 @@ void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Ten
   use_blas_inside_engine_threads();
   const int N = static_cast<int>(w.shape[0]), K = static_cast<int>(w.shape[1]);
   const bool bf16 = is_bf16(w);
-  const std::size_t blocks = (static_cast<std::size_t>(N) + kRowBlock - 1) / kRowBlock;
-  ctx.pool->parallel_for(blocks, [&](std::size_t b0, std::size_t b1) {
-    const int n0 = static_cast<int>(b0) * kRowBlock, n1 = std::min(N, static_cast<int>(b1) * kRowBlock);
+  for_row_blocks(ctx, N, [&](int n0, int n1) {
     if (!bf16) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n1 - n0, K, 1.0f, x, K,
                   w.as<const float>() + static_cast<std::size_t>(n0) * K, K, 0.0f, out + n0, N);
@@ -89,10 +105,7 @@ void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Ten
 
 int rows_kernel_max_m(const KernelContext& ctx, DType weight_dtype) {
   const cpu::Isa isa = cpu::active_isa();
-  if (dnnl_available()) {
-    if (weight_dtype == DType::BF16 && ctx.bf16_activations && dnnl_bf16_arithmetic()) return kRowsMaxMBf16Dnnl;
-    return isa == cpu::Isa::Avx512 ? kRowsMaxMAvx512Dnnl : kRowsMaxMAvx2Dnnl;
-  }
+  if (dnnl_available()) return isa == cpu::Isa::Avx512 ? kRowsMaxMAvx512Dnnl : kRowsMaxMAvx2Dnnl;
   switch (isa) {
     case cpu::Isa::Avx512: return 256;
     case cpu::Isa::Avx2: return 16;

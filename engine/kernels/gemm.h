@@ -15,8 +15,8 @@
  *
  * Weights may be f32 or bf16; bf16 is widened in registers (rows), per
  * panel (BLAS, oneDNN), or, with KernelContext::bf16_activations, multiplied
- * in bf16 (oneDNN, where the CPU has AVX512_BF16). Activations are f32 in
- * and out.
+ * in bf16 (rows and oneDNN, where the CPU has AVX512_BF16: vdpbf16ps).
+ * Activations are f32 in and out.
  */
 #pragma once
 
@@ -35,8 +35,10 @@ namespace servelab {
  * shapes, one thread: with f32 weights the AVX-512 row kernels match
  * oneDNN's brgemm within noise up to ~128 rows (90-100 GFLOP/s) and lose by
  * 5-20% at 512, so the row kernels keep M <= 64; on AVX2 oneDNN (gemm:jit)
- * catches up with them at ~16 rows. In bf16 arithmetic oneDNN runs at 1.3×
- * the row kernels from 8 rows and 2× from 32, so they keep M <= 4.
+ * catches up with them at ~16 rows. In bf16 arithmetic (9728 × 896, one
+ * thread) the vdpbf16ps row kernel beats oneDNN's bf16 brgemm by 4× at 1-4
+ * rows and 1.1× at 64 (153 against 137 GFLOP/s) and loses from 128 (149
+ * against 166), so the same M <= 64 holds.
  * Without oneDNN, against OpenBLAS (measured with lab 03 on a 2-core
  * AVX-512 Xeon): AVX-512 row kernels up to 256 rows, AVX2 up to 16, generic
  * up to 4.

@@ -141,7 +141,7 @@ void matmul_dnnl(const KernelContext& ctx, float* out, const float* x, const Ten
   thread_local std::vector<std::uint16_t> x_bf16;
   if (bf16_math) {
     x_bf16.resize(static_cast<std::size_t>(M) * K);
-    for (std::size_t i = 0; i < x_bf16.size(); ++i) x_bf16[i] = f32_to_bf16(x[i]);
+    f32_to_bf16(x, x_bf16.data(), x_bf16.size());
   }
   const std::uint16_t* xb = x_bf16.data();
   // Threads split the input rows, so each writes whole rows of out: oneDNN 2.6 runs its brgemm

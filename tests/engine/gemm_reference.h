@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -52,6 +54,30 @@ inline std::vector<double> gemm_reference(const std::vector<float>& x, const Ten
       out[static_cast<std::size_t>(m) * N + n] = s;
     }
   return out;
+}
+
+/**
+ * @brief Elements of @p out outside the rounding bound of a bf16-weight GEMM
+ *        (kernels/gemm_dnnl.h): with @p bf16_inputs, rounding each input to
+ *        bf16 moves each product by at most 2^-8 of itself (8 significant
+ *        bits); the f32 sum adds at most K·2^-24 of the sum of |terms|:
+ *        |out − exact| ≤ (2^-8 + K·2^-24) · Σ_k |x_k w_k|. Without it (weights
+ *        widened to f32) the first term is 0. A non-finite element is outside.
+ * @return the count, and a description of the first element outside, for INFO.
+ */
+inline std::pair<std::size_t, std::string> outside_bf16_bound(const std::vector<float>& out, const std::vector<float>& x,
+                                                              const Tensor& w, int M, bool bf16_inputs) {
+  const auto expected = gemm_reference(x, w, M), scale = gemm_reference(x, w, M, true);
+  const double rel = (bf16_inputs ? std::ldexp(1.0, -8) : 0.0) + static_cast<double>(w.shape[1]) * std::ldexp(1.0, -24);
+  std::size_t outside = 0;
+  std::string first;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (std::isfinite(out[i]) && std::abs(out[i] - expected[i]) <= rel * scale[i] + 1e-30) continue;
+    if (outside++ == 0)
+      first = "first at " + std::to_string(i) + ": " + std::to_string(out[i]) + " vs " + std::to_string(expected[i]) +
+              ", bound " + std::to_string(rel * scale[i]);
+  }
+  return {outside, first};
 }
 
 }  // namespace servelab::test

@@ -36,6 +36,26 @@ void rows_generic(float* out, const float* x, const void* w, bool w_bf16, int M,
 void rows_avx2(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1);     ///< AVX2 + FMA, 8 lanes
 void rows_avx512(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1);   ///< AVX-512F/BW/VL, 16 lanes
 
+/**
+ * @brief bf16 × bf16 row kernel on AVX512_BF16 (vdpbf16ps): the same tiles and
+ *        contract as RowsKernel, with the inputs already rounded to bf16.
+ *
+ * What changed from rows_avx512() with bf16 weights: no widening. One
+ * vdpbf16ps multiplies 32 weights by 32 inputs and adds the pairs into 16
+ * f32 lanes, where the widening kernel spends a load, a zero-extension, a
+ * shift and an FMA on every 16 weights; a decode step is bound by the
+ * instructions per byte of weight, not by the memory, until this change.
+ * What it costs: each input is rounded to bf16 (KernelContext::bf16_activations,
+ * the error bound of kernels/gemm_dnnl.h). Still deterministic: a row's
+ * result does not depend on M or on the thread split.
+ * @param x [M, K] inputs as bf16 bits (f32_to_bf16()).
+ * @param w [N, K] bf16 weights.
+ */
+void rows_avx512_bf16(float* out, const std::uint16_t* x, const std::uint16_t* w, int M, int N, int K, int n0, int n1);
+
+/// True when rows_avx512_bf16() can run: the active instruction set is AVX-512 and the CPU has AVX512_BF16.
+bool bf16_dot_supported();
+
 /// Instruction sets a row kernel exists for, best first.
 enum class Isa { Avx512, Avx2, Generic };
 

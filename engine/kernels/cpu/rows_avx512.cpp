@@ -25,9 +25,9 @@ inline __m512 load_w(const std::uint16_t* w, long i, __mmask16 mask) {
 
 // out[m..m+MR)[n..n+NR): MR inputs against NR weight rows, one accumulator per
 // dot product, K walked in the same order for every tile shape. `prefetch`
-// says whether rows n+NR .. n+2NR-1 exist: they are fetched while this tile
-// computes, because the hardware prefetcher alone ramps up too slowly on
-// rows of a few KB.
+// says whether the rows tiling::kPrefetchRows ahead exist: they are fetched
+// while this tile computes, because the hardware prefetcher alone ramps up
+// too slowly on rows of a few KB.
 template <int NR, int MR, typename W>
 inline void tile(float* out, const float* x, const W* w, int N, int K, int n, int m, bool prefetch) {
   __m512 acc[NR][MR];
@@ -39,7 +39,7 @@ inline void tile(float* out, const float* x, const W* w, int N, int K, int n, in
     for (int b = 0; b < MR; ++b) xv[b] = _mm512_loadu_ps(x + static_cast<long>(m + b) * K + k);
     for (int a = 0; a < NR; ++a) {
       const long row = static_cast<long>(n + a) * K;
-      if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(w + row + static_cast<long>(NR) * K + k), _MM_HINT_T0);
+      if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(w + row + static_cast<long>(tiling::kPrefetchRows) * K + k), _MM_HINT_T2);
       const __m512 wv = load_w(w, row + k);
       for (int b = 0; b < MR; ++b) acc[a][b] = _mm512_fmadd_ps(wv, xv[b], acc[a][b]);
     }

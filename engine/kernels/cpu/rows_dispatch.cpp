@@ -31,6 +31,14 @@ bool isa_supported(Isa isa) {
 #endif
 }
 
+bool bf16_dot_supported() {
+#if defined(SERVELAB_X86_KERNELS)
+  return active_isa() == Isa::Avx512 && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
 RowsKernel rows_kernel(Isa isa) {
 #if defined(SERVELAB_X86_KERNELS)
   if (isa == Isa::Avx512) return rows_avx512;

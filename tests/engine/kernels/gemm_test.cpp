@@ -70,6 +70,43 @@ TEST_CASE("every instruction set's row kernel matches the reference - f32 and bf
   }
 }
 
+TEST_CASE("the bf16 dot-product row kernel stays within the bf16 bound and is deterministic", "[gemm][bf16]") {
+  if (!cpu::bf16_dot_supported()) {
+    WARN("bf16 dot-product row kernel not tested: this CPU has no AVX512_BF16 (or SERVELAB_ISA is narrower)");
+    return;
+  }
+  // K = 130 and 7 leave tails of 2 and 7 after the 32-element steps; 64 has none; N = 13 leaves a tile tail.
+  for (int M : {1, 2, 5, 9})
+    for (auto [N, K] : {std::pair{13, 130}, {4, 7}, {33, 64}, {1, 1}}) {
+      const Tensor w = random_weight(N, K, 5, DType::BF16);
+      const auto x = test::random_floats(static_cast<std::size_t>(M) * K, 6);
+      std::vector<std::uint16_t> xb(x.size());
+      f32_to_bf16(x.data(), xb.data(), xb.size());
+      std::vector<float> out(static_cast<std::size_t>(M) * N, NAN);
+      cpu::rows_avx512_bf16(out.data(), xb.data(), w.as<const std::uint16_t>(), M, N, K, 0, N);
+      const auto [outside, first] = test::outside_bf16_bound(out, x, w, M, true);
+      INFO("M " << M << " N " << N << " K " << K << ": " << outside << " outside the bound; " << first);
+      CHECK(outside == 0);
+      std::vector<float> alone(N);
+      for (int m = 0; m < M; ++m) {
+        cpu::rows_avx512_bf16(alone.data(), xb.data() + static_cast<std::size_t>(m) * K, w.as<const std::uint16_t>(), 1,
+                              N, K, 0, N);
+        CHECK(std::memcmp(alone.data(), out.data() + static_cast<std::size_t>(m) * N, N * sizeof(float)) == 0);
+      }
+    }
+  // matmul() takes it for decode with bf16_activations; without, the widening kernel's f32 result.
+  ThreadPool pool(2);
+  const int N = 70, K = 96;
+  const Tensor w = random_weight(N, K, 7, DType::BF16);
+  const auto x = test::random_floats(K, 8);
+  std::vector<float> math(N, NAN), widened(N, NAN);
+  matmul(KernelContext{.pool = &pool, .bf16_activations = true}, math.data(), x.data(), w, 1);
+  matmul(KernelContext{.pool = &pool}, widened.data(), x.data(), w, 1);
+  CHECK(test::outside_bf16_bound(math, x, w, 1, true).first == 0);
+  CHECK(test::outside_bf16_bound(widened, x, w, 1, false).first == 0);
+  CHECK_FALSE(test::outside_bf16_bound(math, x, w, 1, false).first == 0);  // the inputs really were rounded
+}
+
 TEST_CASE("the BLAS path widens bf16 weights tile by tile", "[gemm]") {
   ThreadPool pool(2);
   const int M = 20, N = 150, K = 96;  // N spans several 64-row tiles and both threads
