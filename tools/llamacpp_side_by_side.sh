@@ -30,10 +30,11 @@ mkdir -p "$work"
 src="$work/llama_cpp_python-$version/vendor/llama.cpp"
 if [ ! -d "$src" ]; then
   python3 -m venv "$work/venv"
-  "$work/venv/bin/pip" install -q numpy
   "$work/venv/bin/pip" download -q --no-deps --no-binary :all: -d "$work" "llama-cpp-python==$version"
   tar xzf "$work/llama_cpp_python-$version.tar.gz" -C "$work"
 fi
+# The tree's own gguf-py, with the dependencies it declares (numpy, pyyaml, ...), for make_gguf.py.
+"$work/venv/bin/python" -c "import gguf" 2>/dev/null || "$work/venv/bin/pip" install -q "$src/gguf-py"
 llama_bench="$src/build/bin/llama-bench"
 if [ ! -x "$llama_bench" ]; then
   cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
@@ -44,7 +45,7 @@ fi
 # 2. GGUFs of the preset's shape.
 for dtype in f32 bf16; do
   [ -f "$work/qwen2.5-0.5b-$dtype.gguf" ] ||
-    PYTHONPATH="$src/gguf-py" "$work/venv/bin/python" "$root/tools/make_gguf.py" --dtype "$dtype" \
+    "$work/venv/bin/python" "$root/tools/make_gguf.py" --dtype "$dtype" \
       --out "$work/qwen2.5-0.5b-$dtype.gguf"
 done
 

@@ -12,7 +12,8 @@ The tokenizer is a stand-in that llama.cpp accepts: a byte-level BPE vocab
 whose first 256 tokens are GPT-2's byte alphabet, then one merged token and
 placeholders. llama-bench feeds random token ids and never decodes text.
 
-Needs numpy and gguf-py (from the llama.cpp tree: PYTHONPATH=<llama.cpp>/gguf-py).
+Needs gguf-py from the llama.cpp tree and its dependencies (pip install <llama.cpp>/gguf-py, as
+tools/llamacpp_side_by_side.sh does).
 
 Usage: make_gguf.py --out FILE [--dtype f32|bf16] [--layers N]
 """
@@ -26,7 +27,7 @@ from byte_level import bytes_to_unicode
 try:
     import gguf
 except ImportError:
-    sys.exit("make_gguf.py: error: the gguf package is missing (PYTHONPATH=<llama.cpp>/gguf-py, or pip install gguf)")
+    sys.exit("make_gguf.py: error: the gguf package is missing or incomplete (pip install <llama.cpp>/gguf-py)")
 
 # Qwen2.5-0.5B-Instruct's config.json, the articles' model.
 HIDDEN, LAYERS, HEADS, KV_HEADS, FFN, VOCAB = 896, 24, 14, 2, 4864, 151936
