@@ -1,6 +1,8 @@
 #include "disagg/client.h"
 
+#include <chrono>
 #include <limits>
+#include <thread>
 
 #include "core/error.h"
 #include "core/timer.h"
@@ -52,6 +54,26 @@ std::vector<ClientResult> run_client(const std::string& endpoint, std::span<cons
     }
   }
   return results;
+}
+
+void wait_for_workers(const std::string& endpoint, int prefill, int decode, double timeout) {
+  zmq::context_t context;
+  zmq::socket_t socket = connect_dealer(context, endpoint);
+  const double deadline = now_seconds() + timeout;
+  int have_prefill = 0, have_decode = 0;
+  while (now_seconds() < deadline) {
+    send_message(socket, {{"type", "status"}});
+    if (const auto m = receive_message(socket, 200); m && (*m)["type"] == "status") {
+      const Message& w = m->at("workers");
+      const auto count = [&](const char* role) { return static_cast<int>(field_int(w, role, 0, 1 << 20)); };
+      have_prefill = count("prefill") + count("both");
+      have_decode = count("decode") + count("both");
+      if (have_prefill >= prefill && have_decode >= decode) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  fail("router ", endpoint, ": ", have_prefill, " prefill and ", have_decode, " decode workers registered within ",
+       timeout, " s (waited for ", prefill, " and ", decode, ")");
 }
 
 void shutdown_router(const std::string& endpoint) {

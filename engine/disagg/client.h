@@ -38,6 +38,14 @@ struct ClientResult {
 std::vector<ClientResult> run_client(const std::string& endpoint, std::span<const ClientRequest> requests,
                                      double timeout);
 
+/**
+ * @brief Waits until the router at @p endpoint has at least @p prefill
+ *        workers that can prefill and @p decode that can decode (a worker of
+ *        role both counts for each), so that timing starts on a whole fleet.
+ * @throws Error naming the endpoint and the counts when @p timeout seconds pass first.
+ */
+void wait_for_workers(const std::string& endpoint, int prefill, int decode, double timeout);
+
 /// Asks the router at @p endpoint to tell its workers to exit, and to exit.
 void shutdown_router(const std::string& endpoint);
 

@@ -96,6 +96,7 @@ class Router {
     if (type == "heartbeat") return;
     if (type == "submit") return submit(from, m);
     if (type == "shutdown") { shutdown_ = true; return; }
+    if (type == "status") return send_status(from);
     const std::int64_t req = field_int(m, "req", 0, next_req_);
     const auto it = requests_.find(req);
     if (it == requests_.end()) return;  // finished or failed already (a late message)
@@ -104,6 +105,8 @@ class Router {
       // A worker of both roles prefills its own requests: the prompt runs where its KV will live.
       r.prefill = workers_.at(r.decode).role == "both" ? r.decode : pick("prefill");
       if (r.prefill.empty()) return fail_request(req, "no prefill worker is registered");
+      r.accounting["prefill_worker"] = workers_.at(r.prefill).id;
+      r.accounting["decode_worker"] = workers_.at(r.decode).id;
       send_message(socket_, r.prefill, {{"type", "prefill"}, {"req", req}, {"prompt", r.prompt},
                                         {"dst_blocks", m.at("blocks")}, {"decode_worker", workers_.at(r.decode).id}});
     } else if (type == "full") {
@@ -181,7 +184,7 @@ class Router {
       if (it == requests_.end()) continue;
       RoutedRequest& r = it->second;
       // Both roles must be there: a request arriving while workers start waits for them.
-      const bool ready = !pick("prefill").empty();
+      const bool ready = count_of_role("prefill") > 0;
       r.decode = ready ? pick("decode") : "";
       if (r.decode.empty()) {
         if (now_seconds() - r.submitted > config_.request_timeout) {
@@ -196,13 +199,28 @@ class Router {
     }
   }
 
-  // Round robin over the workers of @p role, and those of both roles.
+  // Round robin over the workers of @p role, and those of both roles; one turn per role.
   std::string pick(const std::string& role) {
     std::vector<std::string> of_role;
     for (const auto& [identity, w] : workers_)
       if (w.role == role || w.role == "both") of_role.push_back(identity);
     if (of_role.empty()) return "";
-    return of_role[round_robin_++ % of_role.size()];
+    return of_role[next_of_role_[role]++ % of_role.size()];
+  }
+
+  // Workers that can take @p role: those of that role and those of both.
+  int count_of_role(const std::string& role) const {
+    int n = 0;
+    for (const auto& [identity, w] : workers_) n += w.role == role || w.role == "both";
+    return n;
+  }
+
+  // The registered workers by role, for a client that waits for its fleet before timing anything.
+  void send_status(const std::string& to) {
+    Message workers = Message::object();
+    for (const char* role : {"prefill", "decode", "both"}) workers[role] = 0;
+    for (const auto& [identity, w] : workers_) workers[w.role] = workers[w.role].get<int>() + 1;
+    send_message(socket_, to, {{"type", "status"}, {"workers", workers}});
   }
 
   void fail_request(std::int64_t req, const std::string& reason) {
@@ -242,7 +260,7 @@ class Router {
   std::deque<std::int64_t> pending_;       // waiting for decode blocks, oldest first
   int next_worker_ = 0;
   std::int64_t next_req_ = 0;
-  std::size_t round_robin_ = 0;
+  std::map<std::string, std::size_t> next_of_role_;  // round-robin turn per role
   bool shutdown_ = false;
 };
 

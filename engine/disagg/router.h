@@ -16,6 +16,10 @@
  * request_timeout passes, when the client is told why. A worker of role
  * `both` counts as either; a request whose decode blocks it holds is
  * prefilled by it too (colocated under the same router: no KV moves).
+ * With several workers of a role (xPyD), each role takes turns round robin,
+ * and a request's accounting names the prefill and decode workers that
+ * served it; a client's `status` message is answered with the registered
+ * workers by role (wait_for_workers() in client.h).
  * @see labs/07_disaggregation/README.md
  */
 #pragma once

@@ -65,6 +65,7 @@ struct Cluster {
       else argv.insert(argv.end(), {"--model", o.model_dir});
       workers.push_back(std::make_unique<ChildProcess>(argv, env));
     }
+    wait_for_workers(endpoint, 1, 1, kTimeout);  // both have loaded their weights and registered: nothing timed waits for them
   }
   ~Cluster() {
     shutdown_router(endpoint);

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct ClusterOptions {
   std::string link = "none";     // --link
   bool both = false;             // one worker of role both instead of a prefill and a decode worker
   bool layerwise = false;        // --layerwise
+  int prefill_workers = 1, decode_workers = 1;  // xPyD (not with both)
 };
 
 // A router and one worker of each role, stopped (and reaped) when it goes out of scope.
@@ -51,6 +53,8 @@ struct Cluster {
     } else {
       prefill = start_worker("prefill", 64);
       decode = start_worker("decode", o.decode_blocks);
+      for (int i = 1; i < o.prefill_workers; ++i) more.push_back(start_worker("prefill", 64));
+      for (int i = 1; i < o.decode_workers; ++i) more.push_back(start_worker("decode", o.decode_blocks));
     }
   }
   ~Cluster() {
@@ -78,6 +82,7 @@ struct Cluster {
   std::filesystem::path dir;
   std::string endpoint;
   std::unique_ptr<ChildProcess> router, prefill, decode;
+  std::vector<std::unique_ptr<ChildProcess>> more;  // workers past the first of each role
   static inline int counter = 0;
 };
 
@@ -138,6 +143,25 @@ TEST_CASE("disaggregated greedy tokens equal the colocated engine's, over TCP an
   const auto [prefill, decode] = cluster.stop();
   CHECK(prefill == std::optional<int>(0));
   CHECK(decode == std::optional<int>(0));
+}
+
+TEST_CASE("2P2D: each role takes turns, every request is served right, and every worker exits clean", "[disagg]") {
+  Cluster cluster({.prefill_workers = 2, .decode_workers = 2});
+  wait_for_workers(cluster.endpoint, 2, 2, kStartTimeout);
+  CHECK_THROWS_WITH(wait_for_workers(cluster.endpoint, 3, 2, 0.3),
+                    Catch::Contains("2 prefill and 2 decode workers registered within 0.3 s"));
+  const std::vector<ClientRequest> rs = requests();
+  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
+  check_against_colocated(rs, results);
+  std::set<int> prefill_ids, decode_ids;
+  for (const ClientResult& r : results) {
+    prefill_ids.insert(r.accounting.at("prefill_worker").get<int>());
+    decode_ids.insert(r.accounting.at("decode_worker").get<int>());
+  }
+  CHECK(prefill_ids.size() == 2);
+  CHECK(decode_ids.size() == 2);
+  CHECK(cluster.stop() == std::pair{std::optional<int>(0), std::optional<int>(0)});
+  for (auto& worker : cluster.more) CHECK(worker->wait_for(kExitTimeout) == std::optional<int>(0));
 }
 
 TEST_CASE("a worker of both roles serves alone, colocated: the same tokens, no KV moved", "[disagg]") {
