@@ -109,6 +109,17 @@ Streamed parse_sse(const std::string& body, bool chat) {
   return s;
 }
 
+// A streamed completion of 250 tokens (ignore_eos) after @p prompt, for a test to read chunk by chunk
+// through its own content_receiver.
+httplib::Request streamed_completion(const json& prompt) {
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.set_header("Content-Type", "application/json");
+  req.body = json{{"prompt", prompt}, {"max_tokens", 250}, {"ignore_eos", true}, {"stream", true}}.dump();
+  return req;
+}
+
 }  // namespace
 
 TEST_CASE("streamed text equals non-streamed text equals generate()", "[server]") {
@@ -265,11 +276,7 @@ TEST_CASE("/v1/models names the model and /metrics counts in Prometheus text", "
 TEST_CASE("a client that hangs up mid-stream has its request aborted and its KV blocks freed", "[server]") {
   LiveServer live;
   httplib::Client c = live.client();
-  httplib::Request req;
-  req.method = "POST";
-  req.path = "/v1/completions";
-  req.set_header("Content-Type", "application/json");
-  req.body = json{{"prompt", json::array({1, 2, 3})}, {"max_tokens", 250}, {"ignore_eos", true}, {"stream", true}}.dump();
+  httplib::Request req = streamed_completion(json::array({1, 2, 3}));
   int chunks = 0;
   bool saw_blocks_held = false;
   req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
@@ -296,11 +303,7 @@ TEST_CASE("shutdown aborts in-flight streams cleanly: they end with finish_reaso
   for (int attempt = 1; attempt <= 5; ++attempt) {
     LiveServer live;
     httplib::Client c = live.client();
-    httplib::Request req;
-    req.method = "POST";
-    req.path = "/v1/completions";
-    req.set_header("Content-Type", "application/json");
-    req.body = json{{"prompt", json::array({1, 2})}, {"max_tokens", 250}, {"ignore_eos", true}, {"stream", true}}.dump();
+    httplib::Request req = streamed_completion(json::array({1, 2}));
     std::string body;
     // Shut down from the thread that reads the first chunk: no second thread to wake first.
     req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
