@@ -184,7 +184,7 @@ class Router {
       if (it == requests_.end()) continue;
       RoutedRequest& r = it->second;
       // Both roles must be there: a request arriving while workers start waits for them.
-      const bool ready = count_of_role("prefill") > 0;
+      const bool ready = !of_role("prefill").empty();
       r.decode = ready ? pick("decode") : "";
       if (r.decode.empty()) {
         if (now_seconds() - r.submitted > config_.request_timeout) {
@@ -199,20 +199,19 @@ class Router {
     }
   }
 
-  // Round robin over the workers of @p role, and those of both roles; one turn per role.
-  std::string pick(const std::string& role) {
-    std::vector<std::string> of_role;
+  // Identities of the workers that can take @p role: those of that role and those of both.
+  std::vector<std::string> of_role(const std::string& role) const {
+    std::vector<std::string> out;
     for (const auto& [identity, w] : workers_)
-      if (w.role == role || w.role == "both") of_role.push_back(identity);
-    if (of_role.empty()) return "";
-    return of_role[next_of_role_[role]++ % of_role.size()];
+      if (w.role == role || w.role == "both") out.push_back(identity);
+    return out;
   }
 
-  // Workers that can take @p role: those of that role and those of both.
-  int count_of_role(const std::string& role) const {
-    int n = 0;
-    for (const auto& [identity, w] : workers_) n += w.role == role || w.role == "both";
-    return n;
+  // Round robin over of_role(@p role); one turn per role.
+  std::string pick(const std::string& role) {
+    const std::vector<std::string> able = of_role(role);
+    if (able.empty()) return "";
+    return able[next_of_role_[role]++ % able.size()];
   }
 
   // The registered workers by role, for a client that waits for its fleet before timing anything.
