@@ -15,6 +15,7 @@ struct Values {
   disagg::RouterConfig router;
   disagg::WorkerConfig worker;
   std::string mode = "write";
+  std::string role;
 };
 
 Values& values() {
@@ -36,7 +37,7 @@ DisaggCommands add_disagg_commands(CLI::App& app) {
       ->check(CLI::Range(0.01, 3600.0))->capture_default_str();
 
   c.worker = app.add_subcommand("worker", "lab 07: a prefill or decode worker");
-  c.worker->add_option("--role", v.worker.role, "prefill, decode, or both (colocated: prefills the requests it decodes)")
+  c.worker->add_option("--role", v.role, "prefill, decode, or both (colocated: prefills the requests it decodes)")
       ->required()
       ->check(CLI::IsMember({"prefill", "decode", "both"}));
   auto* router = c.worker->add_option("--router", v.worker.router, "the router's endpoint, tcp://host:port");
@@ -49,6 +50,11 @@ DisaggCommands add_disagg_commands(CLI::App& app) {
   c.worker->add_option("--num-blocks", v.worker.num_blocks, "KV blocks in this worker's pool")
       ->check(CLI::Range(1, 1 << 24))->capture_default_str();
   c.worker->add_option("--block-size", v.worker.block_size, "tokens per KV block")->check(CLI::Range(1, 4096))->capture_default_str();
+  c.worker->add_option("--max-num-seqs", v.worker.max_num_seqs, "most requests in one engine step")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  c.worker->add_option("--max-num-batched-tokens", v.worker.max_num_batched_tokens,
+                       "most tokens in one engine step (a whole prompt must fit)")
+      ->check(CLI::Range(1, 1 << 24))->capture_default_str();
   c.worker->add_option("--kv-transfer", v.mode, "write (prefill puts), read (decode gets) or send (tagged send/recv)")
       ->check(CLI::IsMember({"write", "read", "send"}))->capture_default_str();
   c.worker->add_flag("--layerwise", v.worker.layerwise,
@@ -70,8 +76,9 @@ int DisaggCommands::run() const {
   }
   if (worker->parsed()) {
     v.worker.mode = disagg::parse_transfer_mode(v.mode, "--kv-transfer");
+    v.worker.role = disagg::parse_worker_role(v.role, "--role");
     const disagg::WorkerSummary s = disagg::run_worker(v.worker);
-    std::cerr << "servelab worker (" << v.worker.role << "): " << s.requests_served << " requests served, "
+    std::cerr << "servelab worker (" << v.role << "): " << s.requests_served << " requests served, "
               << s.blocks_in_use << " of " << s.num_blocks << " KV blocks still held at exit\n";
     return s.blocks_in_use == 0 ? 0 : 2;  // 2: requests were in flight when it stopped
   }

@@ -23,7 +23,9 @@ std::vector<ClientResult> run_client(const std::string& endpoint, std::span<cons
       const ClientRequest& r = requests[next];
       results[next].times.arrival = now;
       results[next].times.first_scheduled = now;  // the router queues it at once; the client sees no more
-      send_message(socket, {{"type", "submit"}, {"client_req", next}, {"prompt", r.prompt}, {"max_tokens", r.max_tokens}});
+      Message submit = {{"type", "submit"}, {"client_req", next}, {"prompt", r.prompt}, {"max_tokens", r.max_tokens}};
+      put_sampling(submit, r.sampling);
+      send_message(socket, submit);
       ++next;
     }
     const double wait_until = next < requests.size() ? std::min(start + requests[next].arrival, deadline) : deadline;

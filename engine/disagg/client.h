@@ -20,6 +20,7 @@ struct ClientRequest {
   std::vector<std::int32_t> prompt;  ///< token ids
   int max_tokens = 1;                ///< output tokens wanted
   double arrival = 0;                ///< seconds after the client starts
+  RequestSampling sampling{};        ///< sampling settings and stop tokens (greedy, none by default)
 };
 
 /// What came back for one request.

@@ -1,6 +1,7 @@
 #include "disagg/control.h"
 
 #include <cerrno>
+#include <cmath>
 #include <limits>
 
 #include "core/error.h"
@@ -87,6 +88,36 @@ std::vector<std::int32_t> field_ids(const Message& m, const char* key, std::int6
     ids.push_back(json_int<std::int32_t>(v, 0, checked_int<std::int32_t>(hi, 0, std::numeric_limits<std::int32_t>::max(),
                                                                          where(m, key)), where(m, key)));
   return ids;
+}
+
+double field_number(const Message& m, const char* key, double lo, double hi) {
+  check(m.contains(key) && m[key].is_number(), where(m, key), " must be a number");
+  const double v = m[key].get<double>();
+  check(std::isfinite(v) && v >= lo && v <= hi, where(m, key), " must be in [", lo, ", ", hi, "], got ", json_brief(m[key]));
+  return v;
+}
+
+void put_sampling(Message& m, const RequestSampling& s) {
+  m["sampling"] = {{"temperature", s.params.temperature}, {"top_k", s.params.top_k}, {"top_p", s.params.top_p},
+                   {"seed", s.params.seed}};
+  m["stop_token_ids"] = s.stop_token_ids;
+}
+
+RequestSampling sampling_from(const Message& m, std::int64_t vocab_size) {
+  RequestSampling out;
+  if (m.contains("sampling")) {
+    const Message& j = m["sampling"];
+    check(j.is_object(), where(m, "sampling"), " must be an object");
+    Message named = j;
+    named["type"] = m.value("type", std::string("?")) + ".sampling";  // errors name both levels
+    out.params.temperature = static_cast<float>(field_number(named, "temperature", 0, 1e6));
+    out.params.top_k = static_cast<int>(field_int(named, "top_k", 0, std::numeric_limits<std::int32_t>::max()));
+    out.params.top_p = static_cast<float>(field_number(named, "top_p", 0, 1));
+    out.params.seed = static_cast<std::uint64_t>(field_int(named, "seed", 0, std::numeric_limits<std::int64_t>::max()));
+    out.params.validate();
+  }
+  if (m.contains("stop_token_ids")) out.stop_token_ids = field_ids(m, "stop_token_ids", vocab_size - 1);
+  return out;
 }
 
 nlohmann::json to_json(const TransportInfo& info) {

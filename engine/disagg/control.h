@@ -23,6 +23,7 @@
 
 #include "disagg/kv_transfer_plan.h"
 #include "disagg/transport.h"
+#include "model/sampler.h"
 
 namespace servelab::disagg {
 
@@ -49,6 +50,23 @@ std::int64_t field_int(const Message& m, const char* key, std::int64_t lo, std::
 std::string field_string(const Message& m, const char* key);
 /// Field @p key of @p m as a list of ids in [0, @p hi]. @throws Error naming the field.
 std::vector<std::int32_t> field_ids(const Message& m, const char* key, std::int64_t hi);
+
+/// Field @p key of @p m as a finite number in [@p lo, @p hi]. @throws Error naming the message type and field.
+double field_number(const Message& m, const char* key, double lo, double hi);
+
+/// A request's sampling settings and stop tokens, as they travel from the client to both workers.
+struct RequestSampling {
+  SamplingParams params{};                    ///< temperature, top_k, top_p, seed (below 2^63 on the wire)
+  std::vector<std::int32_t> stop_token_ids{}; ///< the request finishes after emitting one of these
+};
+/// Adds @p sampling to @p m as fields "sampling" and "stop_token_ids".
+void put_sampling(Message& m, const RequestSampling& sampling);
+/**
+ * @brief The fields put_sampling() wrote; greedy with no stop tokens when they are absent.
+ * @param vocab_size stop token ids must be below it.
+ * @throws Error naming the field when one is malformed or out of range.
+ */
+RequestSampling sampling_from(const Message& m, std::int64_t vocab_size);
 
 /// @p info as JSON (addresses and keys as hex).
 nlohmann::json to_json(const TransportInfo& info);

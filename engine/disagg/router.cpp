@@ -30,7 +30,8 @@ struct RoutedRequest {
   std::int64_t client_req = 0;
   Message prompt;         // token ids, as submitted (checked by the workers' engines)
   std::int64_t max_tokens = 0;
-  std::string prefill, decode;  // identities; empty until chosen
+  Message sampling = Message::object();  // "sampling" and "stop_token_ids" as submitted, for both workers
+  std::string prefill{}, decode{};  // identities; empty until chosen
   double submitted = 0;
   Message accounting = Message::object();
 };
@@ -107,8 +108,10 @@ class Router {
       if (r.prefill.empty()) return fail_request(req, "no prefill worker is registered");
       r.accounting["prefill_worker"] = workers_.at(r.prefill).id;
       r.accounting["decode_worker"] = workers_.at(r.decode).id;
-      send_message(socket_, r.prefill, {{"type", "prefill"}, {"req", req}, {"prompt", r.prompt},
-                                        {"dst_blocks", m.at("blocks")}, {"decode_worker", workers_.at(r.decode).id}});
+      Message prefill = {{"type", "prefill"}, {"req", req}, {"prompt", r.prompt}, {"dst_blocks", m.at("blocks")},
+                         {"decode_worker", workers_.at(r.decode).id}};
+      prefill.update(r.sampling);
+      send_message(socket_, r.prefill, prefill);
     } else if (type == "full") {
       // The request waits for blocks: back to the front of the queue, retried as decodes finish.
       if (now_seconds() - r.submitted > config_.request_timeout)
@@ -169,7 +172,10 @@ class Router {
   void submit(const std::string& from, const Message& m) {
     const std::int64_t req = next_req_++;
     RoutedRequest r{from, field_int(m, "client_req", 0, std::numeric_limits<std::int32_t>::max()), m.at("prompt"),
-                    field_int(m, "max_tokens", 1, std::numeric_limits<std::int32_t>::max()), "", "", now_seconds()};
+                    field_int(m, "max_tokens", 1, std::numeric_limits<std::int32_t>::max())};
+    r.submitted = now_seconds();
+    for (const char* key : {"sampling", "stop_token_ids"})
+      if (m.contains(key)) r.sampling[key] = m[key];
     requests_.emplace(req, std::move(r));
     pending_.push_back(req);
     dispatch();
@@ -194,8 +200,10 @@ class Router {
         pending_.push_front(req);
         return;
       }
-      send_message(socket_, r.decode, {{"type", "alloc"}, {"req", req}, {"num_tokens", r.prompt.size()},
-                                       {"max_tokens", r.max_tokens}});
+      // The decode worker gets the prompt too: a request it preempts is recomputed there.
+      Message alloc = {{"type", "alloc"}, {"req", req}, {"prompt", r.prompt}, {"max_tokens", r.max_tokens}};
+      alloc.update(r.sampling);
+      send_message(socket_, r.decode, alloc);
     }
   }
 

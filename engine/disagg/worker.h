@@ -1,25 +1,31 @@
 /**
  * @file worker.h
- * @brief `servelab worker --role prefill|decode|both`: a model, a KV block pool
- *        registered with the transport once, and a loop over the router's messages.
+ * @brief `servelab worker --role prefill|decode|both`: the one Engine of
+ *        serve/engine.h, its KV cache registered with the transport once, and a
+ *        loop over the router's messages.
  *
- * The prefill worker runs a request's prompt in one step, moves the KV into
- * the blocks the decode worker set aside (or lets it read them, or sends
- * them), and reports KV_READY with the first token and the transfer's
- * accounting. The decode worker reserves blocks for prompt + max_tokens at
- * ALLOC (so a running request never runs out), takes the KV, checks its
- * checksum against the prefill side's, and decodes every running request in
- * one batched step per loop, streaming tokens back. A worker of both roles
- * does either for other workers and, for a request it decodes, runs the
- * prompt straight into the blocks it reserved: colocated serving under the
- * same router, with no KV moved (accounting mode "local", 0 bytes).
+ * A worker is an engine plus a transport; it has no scheduler of its own.
+ * The prefill role (prefill_role.h) queues each prompt as an engine request
+ * of max_tokens = 1, so a step may prefill several prompts; the finished
+ * request keeps its blocks (hold_finished_kv) until its KV has been moved
+ * into the blocks the decode worker set aside, sent, or read. The decode
+ * role (decode_role.h) queues each request at ALLOC as waiting for remote
+ * KV with its prompt's blocks taken (Engine::add_remote_request), checks the
+ * KV's checksum when it arrives, and from then on the engine schedules it
+ * like any other: continuous batching under max_num_seqs and the token
+ * budget, blocks taken as it grows, preemption by recompute (the decode
+ * worker has the prompt) when they run out, stop tokens and sampling. A
+ * worker of both roles does either for other workers and, for a request it
+ * decodes, computes the prompt itself into the blocks it holds: colocated
+ * serving under the same router, with no KV moved (accounting mode "local",
+ * 0 bytes).
  *
  * Failure rules (every wait has a deadline):
  * - decode frees a request's blocks when no KV arrives within kv_timeout, or
  *   when the router aborts it;
  * - in READ mode prefill frees its blocks at READ_DONE or after kv_timeout,
- *   and starts no other prompt until then: decode's get completes only while
- *   the prefill side progresses UCX (over TCP, and over shared memory when UCX
+ *   and runs no step until then: decode's get completes only while the
+ *   prefill side progresses UCX (over TCP, and over shared memory when UCX
  *   emulates the get with messages), which it does not during a forward pass;
  * - a worker that hears nothing from the router for router_timeout exits
  *   (cleanly, status 0: the router is gone, not the worker broken).
@@ -34,9 +40,17 @@
 
 namespace servelab::disagg {
 
+/// What a worker does for the router.
+enum class WorkerRole { PREFILL, DECODE, BOTH };
+
+/// "prefill", "decode" or "both" (the wire's and the flag's names).
+const char* to_string(WorkerRole role);
+/// Parses to_string()'s names. @throws Error naming @p what and the accepted names otherwise.
+WorkerRole parse_worker_role(const std::string& text, const std::string& what);
+
 /// Worker settings (`servelab worker` flags).
 struct WorkerConfig {
-  std::string role;                  ///< --role: prefill, decode or both
+  WorkerRole role = WorkerRole::PREFILL;  ///< --role
   std::string router;                ///< --router: the router's endpoint (tcp://host:port)
   std::string router_file;           ///< --router-file: read the endpoint from this file instead (waits for it)
   std::string preset = "tiny";       ///< --preset: model shape with synthetic weights
@@ -46,6 +60,8 @@ struct WorkerConfig {
   bool deterministic = false;        ///< --deterministic: batch-invariant reductions
   int num_blocks = 256;              ///< --num-blocks: KV blocks in this worker's pool
   int block_size = 16;               ///< --block-size: tokens per block (must match the peer's)
+  int max_num_seqs = 16;             ///< --max-num-seqs: most requests in one engine step
+  int max_num_batched_tokens = 2048; ///< --max-num-batched-tokens: most tokens in one step (a whole prompt must fit)
   TransferMode mode = TransferMode::WRITE;  ///< --kv-transfer
   bool layerwise = false;            ///< --layerwise: stream each layer's KV during the forward pass (WRITE only)
   std::string link = "none";         ///< --link: emulated interconnect (link.h)

@@ -20,6 +20,11 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 
 double Sampler::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
+void Sampler::skip(int num_samples) {
+  // sample() draws exactly one number per token when not greedy.
+  if (!greedy()) rng_.discard(static_cast<unsigned long long>(std::max(0, num_samples)));
+}
+
 std::int32_t argmax(std::span<const float> values) {
   // The GPU's comparison (kernels/math/argmax.h), so both pick the same token, NaN rows included.
   ArgmaxCandidate best{0.0f, kNoArgmax};

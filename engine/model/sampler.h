@@ -39,6 +39,12 @@ class Sampler {
    */
   std::int32_t sample(std::span<const float> logits);
 
+  /**
+   * @brief Moves the stream past @p num_samples tokens sampled elsewhere with the same
+   *        params (a prefill worker sampled the first token), so the next sample() draws
+   *        what a sampler that had made those calls would draw. Greedy draws nothing.
+   */
+  void skip(int num_samples);
   /// True when sample() is argmax(): the caller may then ask the model for the argmax alone (Model::forward_greedy()).
   bool greedy() const { return params_.temperature == 0.0f; }
 

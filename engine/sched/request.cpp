@@ -7,6 +7,7 @@ namespace servelab {
 const char* to_string(RequestStatus status) {
   switch (status) {
     case RequestStatus::WAITING: return "waiting";
+    case RequestStatus::WAITING_FOR_REMOTE_KV: return "waiting_for_remote_kv";
     case RequestStatus::RUNNING: return "running";
     case RequestStatus::PREEMPTED: return "preempted";
     case RequestStatus::FINISHED: return "finished";

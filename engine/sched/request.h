@@ -13,6 +13,9 @@
  *  WAITING ──schedule()──► RUNNING ──stop token / max_tokens──► FINISHED
  *     ▲                      │  └────────abort────────────────► FINISHED
  *     └──── PREEMPTED ◄──────┘ out of KV blocks: blocks freed, num_computed_tokens = 0
+ *
+ *  WAITING_FOR_REMOTE_KV ──kv_arrived──► WAITING   (disaggregated serving: the prompt's KV
+ *                                                   is computed by another worker)
  * @endverbatim
  */
 #pragma once
@@ -26,7 +29,9 @@
 namespace servelab {
 
 /// Where a request is in its life.
-enum class RequestStatus { WAITING, RUNNING, PREEMPTED, FINISHED };
+/// WAITING_FOR_REMOTE_KV (vLLM's WAITING_FOR_REMOTE_KVS): queued with its prompt's blocks taken,
+/// while another process computes the prompt's KV into them; the scheduler passes it over until then.
+enum class RequestStatus { WAITING, WAITING_FOR_REMOTE_KV, RUNNING, PREEMPTED, FINISHED };
 
 /// Why a request finished.
 enum class FinishReason { NONE, STOP, LENGTH, ABORT };

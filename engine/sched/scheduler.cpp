@@ -32,7 +32,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache_man
 }
 
 void Scheduler::add_request(Request* request) {
-  request->status = RequestStatus::WAITING;
+  if (request->status != RequestStatus::WAITING_FOR_REMOTE_KV) request->status = RequestStatus::WAITING;
   waiting_.push_back(request);
 }
 
@@ -43,6 +43,13 @@ bool Scheduler::abort_request(Request* request, double now) {
   kv_.free(*request);
   request->finish(FinishReason::ABORT, now);
   return true;
+}
+
+void Scheduler::remove_finished(Request* request) {
+  check(request->is_finished(), "scheduler: request ", request->request_id, " has not finished");
+  std::erase(waiting_, request);
+  std::erase(running_, request);
+  if (!config_.hold_finished_kv) kv_.free(*request);
 }
 
 void Scheduler::preempt(Request* victim) {
@@ -107,11 +114,15 @@ SchedulerOutput Scheduler::schedule() {
     const std::size_t limit = config_.policy == SchedulingPolicy::ONE_AT_A_TIME
                                   ? 1
                                   : static_cast<std::size_t>(config_.max_num_seqs);
-    while (!waiting_.empty() && running_.size() < limit) {
-      Request* r = waiting_.front();
+    for (auto it = waiting_.begin(); it != waiting_.end() && running_.size() < limit;) {
+      Request* r = *it;
+      if (r->status == RequestStatus::WAITING_FOR_REMOTE_KV) {
+        ++it;  // its KV is on its way from another worker: the ones behind it may go
+        continue;
+      }
       const int n = tokens_for(r->num_uncomputed_tokens());
       if (n == 0 || !kv_.allocate_slots(*r, n)) break;  // FCFS: nobody overtakes the head
-      waiting_.pop_front();
+      it = waiting_.erase(it);
       r->status = RequestStatus::RUNNING;
       running_.push_back(r);
       out.scheduled.push_back({r, n});
@@ -136,7 +147,7 @@ std::vector<Request*> Scheduler::update_from_output(const SchedulerOutput& outpu
     }
     if (!keep_kv) r->num_computed_tokens = 0;
     if (r->is_finished()) {
-      kv_.free(*r);
+      if (!config_.hold_finished_kv) kv_.free(*r);
       std::erase(running_, r);
       finished.push_back(r);
     }

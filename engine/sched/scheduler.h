@@ -29,6 +29,11 @@
  * is preempted: its blocks are freed, its progress is thrown away, and it
  * goes back to the front of the waiting queue to be recomputed later
  * (vLLM's preemption by recompute).
+ *
+ * A request whose prompt's KV is being computed by another worker
+ * (WAITING_FOR_REMOTE_KV) waits in the queue holding its prompt's blocks;
+ * the requests behind it may go first, and it joins as soon as its KV has
+ * arrived (lab 07's decode worker).
  */
 #pragma once
 
@@ -59,6 +64,9 @@ struct SchedulerConfig {
   bool enable_chunked_prefill = false;
   /// --long-prefill-token-threshold: with chunking, most tokens of one request in one step; 0 = only the budget limits.
   int long_prefill_token_threshold = 0;
+  /// A finished request keeps its KV blocks until KVCacheManager::free() is called for it (vLLM's
+  /// delayed free): a prefill worker sends or lets the decode side read them after the step.
+  bool hold_finished_kv = false;
 };
 
 /// One request's share of a step.
@@ -87,18 +95,25 @@ class Scheduler {
   Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache_manager,
             std::function<void(const std::string&)> log = {});
 
-  /// Queues @p request (WAITING) behind every request already waiting.
+  /// Queues @p request (WAITING, or WAITING_FOR_REMOTE_KV when so marked) behind every request already waiting.
   void add_request(Request* request);
   /**
    * @brief Finishes @p request with FinishReason::ABORT at @p now, wherever it is, and frees its blocks.
    * @return false when it had already finished.
    */
   bool abort_request(Request* request, double now);
+  /**
+   * @brief Takes @p request, which finished outside a step (its remote first token was its
+   *        last), out of the queues and frees its blocks unless hold_finished_kv.
+   * @throws Error when it has not finished.
+   */
+  void remove_finished(Request* request);
 
   /**
    * @brief Chooses the requests and token counts of the next step; allocates their KV blocks.
    *
-   * Running requests first (oldest first), then waiting ones (FCFS) while
+   * Running requests first (oldest first), then waiting ones (FCFS, passing over those
+   * still waiting for remote KV) while
    * the policy, max_num_seqs and the blocks allow. Each request's share
    * comes out of the budget (max_num_batched_tokens) left after those
    * before it:
@@ -113,7 +128,8 @@ class Scheduler {
 
   /**
    * @brief Records a step's results: advances num_computed_tokens, appends
-   *        each sampled token, finishes requests and frees their blocks.
+   *        each sampled token, finishes requests and frees their blocks
+   *        (unless hold_finished_kv).
    * @param sampled one token per scheduled request that finished computing
    *        its tokens in this step (all of them, while requests are scheduled
    *        whole), in output.scheduled order.

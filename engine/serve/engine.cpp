@@ -50,6 +50,9 @@ void Engine::init(const ModelConfig& c, std::size_t kv_bytes_per_token) {
     config_.kv_cache_memory = std::min(kDefaultMaxKVBytes,
                                        per_seq * static_cast<std::size_t>(std::max(1, config_.scheduler.max_num_seqs)));
   }
+  check(config_.num_gpu_blocks_override >= 0, "--num-blocks must be >= 0, got ", config_.num_gpu_blocks_override);
+  if (config_.num_gpu_blocks_override > 0)
+    config_.kv_cache_memory = block_bytes * static_cast<std::size_t>(config_.num_gpu_blocks_override);
   const std::size_t blocks = config_.kv_cache_memory / block_bytes;
   check(blocks >= 1, "--kv-cache-memory ", config_.kv_cache_memory, " bytes holds no KV block (one block of ",
         config_.block_size, " tokens of model ", c.name, " takes ", block_bytes, " bytes)");
@@ -95,7 +98,8 @@ void Engine::check_request(std::span<const std::int32_t> prompt, const SamplingP
         " (a whole prompt must fit one step; --enable-chunked-prefill splits it)");
   const int blocks = kv_manager_->num_blocks_for(total);
   check(blocks <= num_blocks_, "request of up to ", total, " tokens needs ", blocks, " KV blocks but the whole cache has ",
-        num_blocks_, " (", config_.kv_cache_memory, " bytes); raise --kv-cache-memory or shorten the request");
+        num_blocks_, " (", config_.kv_cache_memory, " bytes); raise ",
+        config_.num_gpu_blocks_override > 0 ? "--num-blocks" : "--kv-cache-memory", " or shorten the request");
 }
 
 int Engine::queue(std::unique_ptr<Request> request) {
@@ -112,19 +116,61 @@ int Engine::add_request(std::span<const std::int32_t> prompt, const SamplingPara
                                          arrival < 0 ? now() : arrival));
 }
 
-int Engine::add_prefilled_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
-                                  std::int32_t first_token, double arrival, double first_token_time) {
-  check(sim_.has_value(), "engine: only a simulated engine takes a prefilled request (a real one has no KV for it)");
+std::unique_ptr<Request> Engine::remote(std::span<const std::int32_t> prompt, const SamplingParams& sampling,
+                                        int max_tokens, std::vector<std::int32_t> stop_token_ids, double arrival) {
   check_request(prompt, sampling, max_tokens);
-  check(max_tokens >= 2, "a prefilled request must want at least 2 tokens (the first came from prefill), got ", max_tokens);
+  auto request = std::make_unique<Request>(next_request_id_, prompt, sampling, max_tokens, std::move(stop_token_ids),
+                                           arrival < 0 ? now() : arrival);
+  request->status = RequestStatus::WAITING_FOR_REMOTE_KV;
+  return request;
+}
+
+std::optional<int> Engine::add_remote_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling,
+                                              int max_tokens, std::vector<std::int32_t> stop_token_ids,
+                                              double arrival) {
+  check(!sim_.has_value(), "engine: a simulated engine has no KV to receive (add_prefilled_request queues one)");
+  std::unique_ptr<Request> request = remote(prompt, sampling, max_tokens, std::move(stop_token_ids), arrival);
+  // The prompt's blocks now: their ids go to the prefill side, which writes the KV into them.
+  if (!kv_manager_->allocate_slots(*request, request->num_prompt_tokens())) return std::nullopt;
+  ++next_request_id_;
+  return queue(std::move(request));
+}
+
+Request& Engine::waiting_for_kv(int request_id, const char* what) {
+  const auto it = requests_.find(request_id);
+  check(it != requests_.end(), what, ": unknown request id ", request_id);
+  Request& r = *it->second;
+  check(r.status == RequestStatus::WAITING_FOR_REMOTE_KV, what, ": request ", request_id, " is ", to_string(r.status),
+        ", not waiting for remote KV");
+  return r;
+}
+
+void Engine::kv_arrived(int request_id, std::int32_t first_token, double first_token_time) {
+  Request& r = waiting_for_kv(request_id, "kv_arrived");
   const int vocab = model_ ? model_->config().vocab_size : sim_->config.vocab_size;
   check(first_token >= 0 && first_token < vocab, "first token ", first_token, " is outside the vocabulary [0, ", vocab, ")");
-  auto request = std::make_unique<Request>(next_request_id_++, prompt, sampling, max_tokens, std::vector<std::int32_t>{},
-                                           arrival);
-  // The prompt's KV is already here; the first token is fed (and its KV computed) by the next step.
-  request->num_computed_tokens = request->num_prompt_tokens();
-  request->append_output_token(first_token, first_token_time);
-  return queue(std::move(request));
+  // The prompt's KV is here; the first token is fed (and its KV computed) by the next step.
+  r.status = RequestStatus::WAITING;
+  r.num_computed_tokens = r.num_prompt_tokens();
+  r.sampler.skip(1);
+  r.append_output_token(first_token, first_token_time);
+  if (r.is_finished()) scheduler_->remove_finished(&r);
+}
+
+void Engine::compute_prompt_locally(int request_id) {
+  waiting_for_kv(request_id, "compute_prompt_locally").status = RequestStatus::WAITING;
+}
+
+int Engine::add_prefilled_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
+                                  std::int32_t first_token, double arrival, double first_token_time) {
+  check(sim_.has_value(), "engine: a real engine must receive a prefilled request's KV (add_remote_request)");
+  check(max_tokens >= 2, "a prefilled request must want at least 2 tokens (the first came from prefill), got ", max_tokens);
+  // The remote path without taking the prompt's blocks now: a simulated engine has no KV to
+  // write into them, so the scheduler takes them all at admission.
+  const int id = queue(remote(prompt, sampling, max_tokens, {}, arrival));
+  ++next_request_id_;
+  kv_arrived(id, first_token, first_token_time);
+  return id;
 }
 
 bool Engine::abort_request(int request_id) {
@@ -220,6 +266,7 @@ void Engine::release_request(int request_id) {
   const auto it = requests_.find(request_id);
   check(it != requests_.end() && it->second->is_finished(), "engine: request ", request_id,
         " is unknown or still running; only finished requests can be released");
+  kv_manager_->free(*it->second);  // what hold_finished_kv kept; nothing otherwise
   requests_.erase(it);
 }
 

@@ -50,6 +50,9 @@ struct EngineConfig {
   std::size_t kv_cache_memory = 0;
   /// --gpu-memory-utilization: on CUDA, the share of device memory the engine may fill (weights + KV); 0 = use kv_cache_memory.
   double gpu_memory_utilization = 0;
+  /// --num-gpu-blocks-override: exactly this many KV blocks, whatever kv_cache_memory says (a worker's
+  /// --num-blocks); 0 = sized from the memory budget.
+  int num_gpu_blocks_override = 0;
   int max_model_len = 0;              ///< --max-model-len: longest prompt + output; 0 = the model's max_position_embeddings
   bool enable_kv_cache = true;        ///< false recomputes every sequence in full at every step (lab 01)
   std::function<void(const std::string&)> log;  ///< preemption lines; empty = stderr
@@ -114,19 +117,43 @@ class Engine {
   int add_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
                   std::vector<std::int32_t> stop_token_ids = {}, double arrival = -1);
   /**
+   * @brief Queues a request whose prompt's KV another worker computes (the decode side of
+   *        disaggregated serving, vLLM's WAITING_FOR_REMOTE_KVS): the prompt's blocks are
+   *        taken now, so their ids can be sent to the prefill side, and the request waits,
+   *        passed over by the scheduler, until kv_arrived(). It then grows, is preempted
+   *        and finishes as any other request; a preempted one recomputes its prompt here.
+   * @return its request id; nothing (and nothing queued) when the cache has too few free
+   *         blocks for the prompt now (the caller may try again later).
+   * @throws Error as add_request(); and on a simulated engine, which has no KV to receive.
+   */
+  std::optional<int> add_remote_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling,
+                                        int max_tokens, std::vector<std::int32_t> stop_token_ids = {},
+                                        double arrival = -1);
+  /**
+   * @brief The KV of remote request @p request_id is in its blocks: its prompt counts as
+   *        computed and @p first_token, sampled on the prefill side at @p first_token_time,
+   *        is its first output token (the request's sampler skips that draw), so its next
+   *        step is a decode. The request finishes here when that token was its last.
+   * @throws Error when the request is unknown or not waiting for remote KV, or
+   *         @p first_token is outside the vocabulary.
+   */
+  void kv_arrived(int request_id, std::int32_t first_token, double first_token_time);
+  /**
+   * @brief Remote request @p request_id computes its prompt here after all, into the blocks
+   *        it already holds (a worker of both roles that prefills its own request).
+   * @throws Error when the request is unknown or not waiting for remote KV.
+   */
+  void compute_prompt_locally(int request_id);
+  /**
    * @brief Queues a request whose prompt was prefilled elsewhere and whose KV
-   *        has arrived (a decode instance in disaggregated serving): its prompt
-   *        counts as computed and @p first_token, sampled there at
-   *        @p first_token_time, is its first output token, so its first step is
-   *        a decode. Blocks for prompt + 1 tokens are taken when it is admitted.
-   *        Simulated engines only: a real one would need the KV copied into
-   *        blocks that the scheduler picks later (lab 07's decode worker
-   *        reserves them first instead).
+   *        has arrived (a simulated decode instance): add_remote_request()
+   *        then kv_arrived(), except that a simulated engine takes no blocks
+   *        at arrival; blocks for prompt + 1 tokens are taken when it is admitted.
    * @param arrival when the request reached the whole system (engine clock), for TTFT.
    * @return its request id.
-   * @throws Error on a real engine; as add_request(); and when @p max_tokens < 2 (one token is
-   *         all the prefill side makes: such a request never reaches decode) or
-   *         @p first_token is outside the vocabulary.
+   * @throws Error on a real engine (it must receive the KV: add_remote_request()); as
+   *         add_request(); and when @p max_tokens < 2 (one token is all the prefill side
+   *         makes: such a request never reaches decode) or @p first_token is outside the vocabulary.
    */
   int add_prefilled_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
                             std::int32_t first_token, double arrival, double first_token_time);
@@ -144,7 +171,12 @@ class Engine {
   const Request& request(int request_id) const;
   /// Every request the engine has taken, in id order.
   std::vector<const Request*> requests() const;
-  /// Forgets finished request @p request_id (a long-running server calls this after reporting it).
+  /**
+   * @brief Forgets finished request @p request_id (a long-running server calls this after
+   *        reporting it) and frees the KV blocks it still holds under hold_finished_kv
+   *        (a prefill worker, once the KV has been sent or read).
+   * @throws Error when the request is unknown or still running.
+   */
   void release_request(int request_id);
   /// Seconds on the engine clock (0 at construction): wall time, or simulated time.
   double now() const;
@@ -177,6 +209,11 @@ class Engine {
   void check_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens) const;
   /// Gives @p request an id, hands it to the scheduler and keeps it.
   int queue(std::unique_ptr<Request> request);
+  /// A checked request that waits for remote KV, not yet queued.
+  std::unique_ptr<Request> remote(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
+                                  std::vector<std::int32_t> stop_token_ids, double arrival);
+  /// Request @p request_id, which must be waiting for remote KV; @p what names the caller.
+  Request& waiting_for_kv(int request_id, const char* what);
 
   Model* model_ = nullptr;             // the model that runs the steps; null when simulated
   std::optional<SimulatedModel> sim_;  // set when simulated

@@ -42,10 +42,11 @@ namespace {
 
 constexpr double kTimeout = 120;  // longest a lab run waits for its requests
 
-// One router, one prefill and one decode worker, for as long as the object lives.
+// One router, one prefill and one decode worker, for as long as the object lives; a worker's
+// step holds up to max_num_batched_tokens tokens, so a whole prompt must fit.
 struct Cluster {
   Cluster(const std::string& exe, const LabOptions& o, const std::string& tls, const std::string& mode,
-          const std::string& link, int threads, bool layerwise = false) {
+          const std::string& link, int threads, int max_num_batched_tokens, bool layerwise = false) {
     const std::string file = (std::filesystem::temp_directory_path() /
                               ("servelab-lab07-" + std::to_string(::getpid()) + "-" + std::to_string(count++)))
                                  .string();
@@ -59,7 +60,8 @@ struct Cluster {
     for (const char* role : {"prefill", "decode"}) {
       std::vector<std::string> argv{exe, "worker", "--role", role, "--router", endpoint, "--threads",
                                     std::to_string(threads), "--kv-transfer", mode, "--link", link,
-                                    "--weights-seed", std::to_string(o.seed), "--num-blocks", "2048"};
+                                    "--weights-seed", std::to_string(o.seed), "--num-blocks", "2048",
+                                    "--max-num-batched-tokens", std::to_string(max_num_batched_tokens)};
       if (layerwise) argv.push_back("--layerwise");
       if (o.model_dir.empty()) argv.insert(argv.end(), {"--preset", o.preset});
       else argv.insert(argv.end(), {"--model", o.model_dir});
@@ -207,7 +209,7 @@ int main(int argc, char** argv) {
     double sm_write_bytes_per_second = 0;  // the transport table (c)'s 1P1D uses, for the simulator check
     Progress bar("transfers", static_cast<long>(configs.size()));
     for (const auto& [tls, mode, link, layerwise] : configs) {
-      Cluster cluster(exe, o, tls, mode, link, threads, layerwise);
+      Cluster cluster(exe, o, tls, mode, link, threads, std::max(2048, prompt_len), layerwise);
       (void)run_client(cluster.endpoint, std::span(same).first(1), kTimeout);  // warm-up: connections are made on first use
       const std::vector<ClientResult> rs = run_client(cluster.endpoint, same, kTimeout);
       for (const ClientResult& r : rs) {
@@ -258,7 +260,7 @@ int main(int argc, char** argv) {
                  "TPOT p99 [ms]", "tok/s", "met SLO", "goodput [req/s]"};
     t.precision = {0, 0, 0, 1, 1, 2, 2, 1, 0, 2};
     auto colocated = load_model([&] { LabOptions x = o; x.threads = 2 * threads; return x; }(), false);
-    Cluster cluster(exe, o, "sm", "write", "none", threads);
+    Cluster cluster(exe, o, "sm", "write", "none", threads, 2048);
     std::vector<std::pair<Work, double>> steps;           // the colocated steps: the simulator's calibration data
     std::vector<std::vector<WorkloadRequest>> workloads;  // per pattern, for the simulator check
     std::vector<std::array<ServingMetrics, 2>> real;      // per pattern: colocated, 1P1D

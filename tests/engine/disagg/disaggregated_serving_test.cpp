@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <memory>
@@ -266,6 +267,64 @@ TEST_CASE("when the router dies the workers exit cleanly", "[disagg]") {
   CHECK(cluster.decode->wait_for(kExitTimeout) == std::optional<int>(0));
 }
 
+TEST_CASE("a decode worker whose blocks run out preempts and recomputes, and the tokens do not change", "[disagg]") {
+  // The decode worker takes only a prompt's blocks at ALLOC, then one more per 4 tokens as a request grows:
+  // 3 requests of 4-6 prompt tokens and 400 outputs need up to 102 blocks each, 305 together, from a pool of 120.
+  Cluster cluster({.decode_blocks = 120});
+  std::vector<ClientRequest> rs;
+  for (int n : {4, 5, 6}) {
+    ClientRequest r;
+    for (int i = 0; i < n; ++i) r.prompt.push_back((i * 53 + n * 7) % 512);
+    r.max_tokens = 400;
+    rs.push_back(r);
+  }
+  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
+  const auto expected = colocated_tokens(rs);
+  long preemptions = 0;
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    INFO("request " << i << ": " << results[i].error);
+    REQUIRE(results[i].error.empty());
+    CHECK(results[i].tokens == expected[i]);
+    preemptions += results[i].accounting.at("num_preemptions").get<long>();
+  }
+  // All three are admitted with their prompts' 5 blocks; any two together outgrow the 120 unless the
+  // second's KV arrives after the first has made 333 of its 400 tokens (one decode step on tiny is
+  // ~0.1 ms here, a prompt's prefill and transfer a few ms).
+  CHECK(preemptions > 0);
+  CHECK(cluster.stop() == std::pair{std::optional<int>(0), std::optional<int>(0)});
+}
+
+TEST_CASE("a sampled request and a stop token reach the decode worker: the colocated engine's tokens", "[disagg]") {
+  Cluster cluster({});
+  std::vector<ClientRequest> rs = requests();
+  for (std::size_t i = 0; i < rs.size(); ++i) rs[i].sampling.params = {.temperature = 1.2f, .seed = 40 + i};
+  const std::vector<ClientResult> sampled = run_client(cluster.endpoint, rs, kRequestTimeout);
+  // The same requests on one engine, with the same seeds.
+  EngineOptions options;
+  options.num_threads = 1;
+  options.deterministic = true;
+  auto model = Model::from_preset("tiny", 0, options);
+  EngineConfig config;
+  config.block_size = 4;
+  config.log = [](const std::string&) {};
+  Engine engine(*model, config);
+  for (const ClientRequest& r : rs) engine.add_request(r.prompt, r.sampling.params, r.max_tokens);
+  while (engine.has_unfinished_requests()) engine.step();
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    REQUIRE(sampled[i].error.empty());
+    const Request& r = *engine.requests()[i];
+    CHECK(sampled[i].tokens == std::vector<std::int32_t>(r.output_token_ids().begin(), r.output_token_ids().end()));
+  }
+  // A stop token: the third output of the first request ends it there.
+  ClientRequest stopped = rs[0];
+  stopped.sampling.stop_token_ids = {sampled[0].tokens.at(2)};
+  const ClientResult s = run_client(cluster.endpoint, std::vector{stopped}, kRequestTimeout)[0];
+  REQUIRE(s.error.empty());
+  const auto first_stop = std::find(sampled[0].tokens.begin(), sampled[0].tokens.end(), sampled[0].tokens[2]);
+  CHECK(s.tokens == std::vector<std::int32_t>(sampled[0].tokens.begin(), first_stop + 1));
+  CHECK(cluster.stop() == std::pair{std::optional<int>(0), std::optional<int>(0)});
+}
+
 TEST_CASE("a full decode worker makes requests wait, and refuses one that can never fit, with a reason", "[disagg]") {
   // Room for one request of 8 + 4 tokens at a time.
   Cluster cluster({.decode_blocks = 3});
@@ -277,7 +336,7 @@ TEST_CASE("a full decode worker makes requests wait, and refuses one that can ne
   }
   const std::vector<ClientRequest> huge{{.prompt = std::vector<std::int32_t>(20, 1), .max_tokens = 4}};
   const ClientResult refused = run_client(cluster.endpoint, huge, kRequestTimeout)[0];
-  CHECK_THAT(refused.error, Catch::Contains("the decode pool has only 3"));
+  CHECK_THAT(refused.error, Catch::Contains("needs 6 KV blocks but the whole cache has 3"));
   const auto [prefill, decode] = cluster.stop();
   CHECK(prefill == std::optional<int>(0));
   CHECK(decode == std::optional<int>(0));
