@@ -26,6 +26,8 @@ TEST_CASE("lab 07 --quick prints five tables: (a)-(c) from real transfers, (d) a
   for (const auto& row : b["rows"]) CHECK(row[test::column(b, "bytes")] == 2 * 4 * 2 * 32 * 128 * 4);
   const auto& c = test::table(results, "colocated_vs_disaggregated");
   CHECK(c["rows"].size() == 2 * 5);  // colocated and 1P1D for each of seed 001's five request patterns
+  // The workers run the colocated engine's code: the verdict compares every request's tokens.
+  CHECK_THAT(results["verdict"].get<std::string>(), Catch::Contains("1P1D gave the colocated engine's tokens for"));
   // (d): each real row of (c) replayed on the simulator, with its error.
   const auto& d = test::table(results, "simulator_check");
   REQUIRE(d["rows"].size() == 2 * 5);
