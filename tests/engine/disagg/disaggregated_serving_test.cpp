@@ -99,7 +99,7 @@ std::vector<ClientRequest> requests() {
   return out;
 }
 
-// The same requests on the colocated engine (labs 04-06), greedy.
+// The same requests on the colocated engine (labs 04-06), with their sampling settings.
 std::vector<std::vector<std::int32_t>> colocated_tokens(const std::vector<ClientRequest>& rs) {
   EngineOptions options;
   options.num_threads = 1;
@@ -109,7 +109,8 @@ std::vector<std::vector<std::int32_t>> colocated_tokens(const std::vector<Client
   config.block_size = 4;
   config.log = [](const std::string&) {};
   Engine engine(*model, config);
-  for (const ClientRequest& r : rs) engine.add_request(r.prompt, {}, r.max_tokens);
+  for (const ClientRequest& r : rs)
+    engine.add_request(r.prompt, r.sampling.params, r.max_tokens, r.sampling.stop_token_ids);
   while (engine.has_unfinished_requests()) engine.step();
   std::vector<std::vector<std::int32_t>> out;
   for (const Request* r : engine.requests()) out.emplace_back(r->output_token_ids().begin(), r->output_token_ids().end());
@@ -299,29 +300,19 @@ TEST_CASE("a sampled request and a stop token reach the decode worker: the coloc
   std::vector<ClientRequest> rs = requests();
   for (std::size_t i = 0; i < rs.size(); ++i) rs[i].sampling.params = {.temperature = 1.2f, .seed = 40 + i};
   const std::vector<ClientResult> sampled = run_client(cluster.endpoint, rs, kRequestTimeout);
-  // The same requests on one engine, with the same seeds.
-  EngineOptions options;
-  options.num_threads = 1;
-  options.deterministic = true;
-  auto model = Model::from_preset("tiny", 0, options);
-  EngineConfig config;
-  config.block_size = 4;
-  config.log = [](const std::string&) {};
-  Engine engine(*model, config);
-  for (const ClientRequest& r : rs) engine.add_request(r.prompt, r.sampling.params, r.max_tokens);
-  while (engine.has_unfinished_requests()) engine.step();
+  const auto expected = colocated_tokens(rs);
   for (std::size_t i = 0; i < rs.size(); ++i) {
     REQUIRE(sampled[i].error.empty());
-    const Request& r = *engine.requests()[i];
-    CHECK(sampled[i].tokens == std::vector<std::int32_t>(r.output_token_ids().begin(), r.output_token_ids().end()));
+    CHECK(sampled[i].tokens == expected[i]);
   }
-  // A stop token: the third output of the first request ends it there.
-  ClientRequest stopped = rs[0];
-  stopped.sampling.stop_token_ids = {sampled[0].tokens.at(2)};
-  const ClientResult s = run_client(cluster.endpoint, std::vector{stopped}, kRequestTimeout)[0];
+  // A stop token: the first request's third output ends it at its first occurrence.
+  std::vector<ClientRequest> stopped{rs[0]};
+  stopped[0].sampling.stop_token_ids = {sampled[0].tokens.at(2)};
+  const ClientResult s = run_client(cluster.endpoint, stopped, kRequestTimeout)[0];
   REQUIRE(s.error.empty());
   const auto first_stop = std::find(sampled[0].tokens.begin(), sampled[0].tokens.end(), sampled[0].tokens[2]);
   CHECK(s.tokens == std::vector<std::int32_t>(sampled[0].tokens.begin(), first_stop + 1));
+  CHECK(s.tokens == colocated_tokens(stopped)[0]);
   CHECK(cluster.stop() == std::pair{std::optional<int>(0), std::optional<int>(0)});
 }
 
