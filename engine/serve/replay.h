@@ -51,14 +51,14 @@ struct ReplayOptions {
    *        A disaggregated decode instance adds prefilled requests here instead.
    * @param arrival its arrival on the engine clock (start + arrival_s), seconds.
    */
-  std::function<int(Engine& engine, const WorkloadRequest& request, std::size_t index, double arrival)> add;
+  std::function<int(Engine& engine, const WorkloadRequest& request, std::size_t index, double arrival)> add{};
   /**
    * @brief Called after every step, empty ones included, with the step's stats and
    *        the tokens it emitted (one per request that got one). It may add or release
    *        requests (a workload keyed to step numbers, a server forgetting finished ones);
    *        the replay runs until the engine has nothing unfinished.
    */
-  std::function<void(Engine& engine, const StepStats& step, std::span<const RequestOutput> outputs)> on_step;
+  std::function<void(Engine& engine, const StepStats& step, std::span<const RequestOutput> outputs)> on_step{};
 };
 
 /// What a replay did, on the engine clock.

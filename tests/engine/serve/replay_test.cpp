@@ -86,7 +86,7 @@ TEST_CASE("a real replay sleeps until an arrival, counted from the engine clock 
   CHECK(r.num_steps == 4);  // the tiny model's 2 + 2 steps take milliseconds: the wait was slept, not stepped
 }
 
-TEST_CASE("max_concurrency keeps at most that many workload requests in the engine; the rest wait their turn", "[replay]") {
+TEST_CASE("max_concurrency keeps at most that many workload requests in the engine, the rest wait their turn", "[replay]") {
   Engine engine(llama_on_h100(), chunked_config());
   const std::vector<WorkloadRequest> workload(6, request(0.0, 64, 4));
   int most_in_engine = 0;
@@ -141,7 +141,7 @@ TEST_CASE("a workload out of arrival order is refused before anything runs", "[r
   CHECK_FALSE(engine.has_unfinished_requests());
 }
 
-TEST_CASE("on_step may add requests keyed to step numbers; the replay serves them and those queued before it", "[replay]") {
+TEST_CASE("on_step may add requests keyed to step numbers, and the replay serves those and the ones queued before it", "[replay]") {
   Engine engine(llama_on_h100(), chunked_config());
   engine.add_request(Ids(32, 1), SamplingParams{}, 4);
   std::vector<int> added;
