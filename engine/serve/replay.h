@@ -17,13 +17,13 @@
  *      v                          simulated clock: advance_clock_to()
  *  step() ──► on_step(engine, stats, outputs)
  *      |
- *  scheduled nothing, requests left, and no arrival that could change it?
- *      ──► Error (instead of spinning)
+ *  scheduled nothing while requests are left?  stepping again would do the same:
+ *      idle until the next arrival, or, with none left to add, Error (instead of spinning)
  * @endverbatim
  *
- * The same workload on the same simulated engine gives the same steps and
- * times to the last bit, so a lab's simulated tables do not move when it
- * switches to this driver.
+ * On a simulated engine it takes exactly the steps of the hand-written loops
+ * it replaced (tests/engine/serve/replay_test.cpp checks the times to the
+ * last bit), so the labs' simulated tables did not move when they switched.
  *
  * @see labs/04_paged_attention/README.md
  */
@@ -46,7 +46,7 @@ struct ReplayOptions {
   /// client with `--max-concurrency` does (its TTFT then counts that wait: arrival stays its workload time).
   int max_concurrency = 0;
   /**
-   * @brief Queues workload request @p index on @p engine and returns its id; empty =
+   * @brief Queues @p request (workload[@p index]) on @p engine and returns its id; empty =
    *        `engine.add_request(prompt_ids, greedy, max_tokens, {}, arrival)`.
    *        A disaggregated decode instance adds prefilled requests here instead.
    * @param arrival its arrival on the engine clock (start + arrival_s), seconds.
@@ -56,7 +56,8 @@ struct ReplayOptions {
    * @brief Called after every step, empty ones included, with the step's stats and
    *        the tokens it emitted (one per request that got one). It may add or release
    *        requests (a workload keyed to step numbers, a server forgetting finished ones);
-   *        the replay runs until the engine has nothing unfinished.
+   *        the replay runs until the engine has nothing unfinished. A request it
+   *        releases is gone from the engine: its id in ReplayResult::request_ids stays.
    */
   std::function<void(Engine& engine, const StepStats& step, std::span<const RequestOutput> outputs)> on_step{};
 };
@@ -86,9 +87,9 @@ struct ReplayResult {
  * @param workload sorted by arrival_s (make_workload() sorts); may be empty.
  * @throws Error when max_concurrency < 0 or @p workload is out of arrival order
  *         (before anything runs); when a step schedules nothing while requests are
- *         unfinished and no arrival is left that could be added (it would spin
- *         forever); and whatever Engine::add_request (or options.add), step() or
- *         the callbacks throw.
+ *         unfinished and no arrival is left that could be added (a later arrival is
+ *         waited for first; without the check the loop would spin forever); and
+ *         whatever Engine::add_request (or options.add), step() or the callbacks throw.
  */
 ReplayResult replay(Engine& engine, const std::vector<WorkloadRequest>& workload, const ReplayOptions& options = {});
 
