@@ -23,6 +23,7 @@ DryRunResult dry_run(const std::vector<RequestShape>& requests, const SchedulerC
   }
   DryRunResult result;
   double now = 0;
+  // Not serve/replay.h: sched/ sits below serve/, and a dry run steps a bare Scheduler, not an Engine.
   while (scheduler.has_unfinished_requests()) {
     const SchedulerOutput out = scheduler.schedule();
     check(!out.empty(), "dry run: the scheduler could run nothing with requests waiting");

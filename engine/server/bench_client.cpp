@@ -14,6 +14,7 @@
 
 #include "core/json.h"
 #include "core/timer.h"
+#include "serve/replay.h"
 
 namespace servelab {
 
@@ -179,31 +180,14 @@ BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchC
 
 double run_in_process(Engine& engine, const std::vector<WorkloadRequest>& workload, int max_concurrency) {
   check(!workload.empty(), "in-process run: the workload is empty");
-  std::size_t next = 0;
-  int in_flight = 0;
-  const double zero = engine.now();
-  double last_token = zero;
-  long tokens = 0;
-  while (next < workload.size() || engine.has_unfinished_requests()) {
-    while (next < workload.size() && workload[next].arrival_s <= engine.now() - zero &&
-           (max_concurrency == 0 || in_flight < max_concurrency)) {
-      const WorkloadRequest& w = workload[next++];
-      engine.add_request(w.prompt_ids, SamplingParams{}, w.max_tokens, {}, zero + w.arrival_s);
-      ++in_flight;
-    }
-    if (!engine.has_unfinished_requests()) {  // idle until the next arrival
-      std::this_thread::sleep_for(std::chrono::duration<double>(workload[next].arrival_s - (engine.now() - zero)));
-      continue;
-    }
-    for (const RequestOutput& out : engine.step()) {
-      ++tokens;
-      last_token = engine.now();
-      if (out.finish_reason == FinishReason::NONE) continue;
-      --in_flight;
-      engine.release_request(out.request_id);
-    }
-  }
-  return last_token > zero ? static_cast<double>(tokens) / (last_token - zero) : 0.0;
+  // Each finished request is forgotten at once, as the server does, so a long run holds only the live ones.
+  const ReplayResult run = replay(engine, workload, {
+      .max_concurrency = max_concurrency,
+      .on_step = [](Engine& e, const StepStats&, std::span<const RequestOutput> outputs) {
+        for (const RequestOutput& out : outputs)
+          if (out.finish_reason != FinishReason::NONE) e.release_request(out.request_id);
+      }});
+  return run.output_tokens_per_second();
 }
 
 SLO parse_goodput(const std::vector<std::string>& items) {

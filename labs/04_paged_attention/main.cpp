@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <iomanip>
 #include <sstream>
-#include <thread>
 
 #include "core/error.h"
 #include "kv/contiguous_allocator.h"
@@ -24,6 +23,7 @@
 #include "sched/dry_run.h"
 #include "serve/engine.h"
 #include "serve/metrics.h"
+#include "serve/replay.h"
 #include "serve/workload.h"
 
 using namespace servelab;
@@ -75,25 +75,13 @@ ServingRun serve(Model& model, const EngineConfig& base, SchedulingPolicy policy
   config.log = [&](const std::string& line) { log.push_back(line); };
   Engine engine(model, config);
   ServingRun run{policy, {}, {}, {}, 0, 0, 0, 0};
-  std::size_t next = 0;
-  while (next < workload.size() || engine.has_unfinished_requests()) {
-    // Requests join when their arrival time has come (engine clock).
-    while (next < workload.size() && workload[next].arrival_s <= engine.now()) {
-      engine.add_request(workload[next].prompt_ids, SamplingParams{}, workload[next].max_tokens, {},
-                         workload[next].arrival_s);
-      ++next;
-    }
-    if (!engine.has_unfinished_requests()) {  // idle until the next arrival
-      std::this_thread::sleep_for(std::chrono::duration<double>(workload[next].arrival_s - engine.now()));
-      continue;
-    }
-    const auto outputs = engine.step();
+  // Requests join when their arrival time has come (engine clock); the timeline is kept step by step.
+  replay(engine, workload, {.on_step = [&](Engine&, const StepStats& s, std::span<const RequestOutput> outputs) {
     bar.advance(static_cast<long>(outputs.size()));
-    const StepStats& s = engine.last_step();
     run.steps.push_back(s);
     run.busy += s.forward_seconds + s.schedule_seconds;
     run.schedule += s.schedule_seconds;
-  }
+  }});
   run.wall = engine.now();
   run.preemptions = engine.scheduler().num_preemptions();
   run.metrics = summarize_requests(engine.requests());

@@ -16,7 +16,6 @@
 #include <cmath>
 #include <iomanip>
 #include <sstream>
-#include <thread>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -26,6 +25,7 @@
 #include "serve/engine.h"
 #include "serve/ladder.h"
 #include "serve/metrics.h"
+#include "serve/replay.h"
 #include "serve/workload.h"
 
 using namespace servelab;
@@ -40,15 +40,16 @@ struct Run {
   std::vector<std::int32_t> all_tokens;  // every request's output, in id order
 };
 
-// Drives @p engine until every request is done; @p before_step may add requests (it gets the step index).
-Run drive(Engine& engine, const std::function<void(int)>& before_step, Progress& bar) {
+// Replays @p workload on @p engine until every request is done; @p after_step (given the steps run so far)
+// may add requests of its own.
+Run drive(Engine& engine, const std::vector<WorkloadRequest>& workload, Progress& bar,
+          const std::function<void(int)>& after_step = {}) {
   Run run;
-  for (int step = 0;; ++step) {
-    before_step(step);
-    if (!engine.has_unfinished_requests()) break;
-    bar.advance(static_cast<long>(engine.step().size()));
-    run.steps.push_back(engine.last_step());
-  }
+  replay(engine, workload, {.on_step = [&](Engine&, const StepStats& s, std::span<const RequestOutput> outputs) {
+    bar.advance(static_cast<long>(outputs.size()));
+    run.steps.push_back(s);
+    if (after_step) after_step(static_cast<int>(run.steps.size()));
+  }});
   run.requests = engine.requests();
   for (const Request* r : run.requests)
     run.all_tokens.insert(run.all_tokens.end(), r->output_token_ids().begin(), r->output_token_ids().end());
@@ -213,14 +214,16 @@ int main(int argc, char** argv) {
     for (const auto& [chunked, budget] : configs) {
       Engine engine(*model, engine_config(chunked, budget));
       std::vector<int> long_ids;
-      const Run run = drive(engine, [&](int step) {
-        if (step == 0)
-          for (int d = 0; d < decoders; ++d)
-            engine.add_request(synthetic_prompt(32, c.vocab_size, 100 + d), SamplingParams{}, decode_len);
-        if (step >= join_step && (step - join_step) % long_every == 0 && std::ssize(long_ids) < num_long)
+      // Arrivals keyed to steps, not seconds: the decoders meet each long prompt at the same point on any machine.
+      const auto add_long = [&](int steps_run) {
+        if (steps_run >= join_step && (steps_run - join_step) % long_every == 0 && std::ssize(long_ids) < num_long)
           long_ids.push_back(engine.add_request(synthetic_prompt(long_prompt, c.vocab_size, 7 + long_ids.size()),
                                                 SamplingParams{}, 16));
-      }, bar);
+      };
+      for (int d = 0; d < decoders; ++d)
+        engine.add_request(synthetic_prompt(32, c.vocab_size, 100 + d), SamplingParams{}, decode_len);
+      add_long(0);
+      const Run run = drive(engine, {}, bar, add_long);
       check(std::ssize(long_ids) == num_long, "lab 06: the decoders finished (", run.steps.size(), " steps) before all ",
             num_long, " long prompts arrived; use a smaller --join-step or --long-every, or a larger --decode-len");
       // The decoders' latencies (the long prompts' own requests excluded).
@@ -280,14 +283,7 @@ int main(int argc, char** argv) {
     for (std::size_t bi = 0; bi < sweep.size(); ++bi) {
       const int b = sweep[bi];
       Engine engine(*model, engine_config(true, b));
-      std::size_t next = 0;
-      const Run run = drive(engine, [&](int) {
-        if (!engine.has_unfinished_requests() && next < workload.size())  // idle until the next arrival
-          std::this_thread::sleep_for(std::chrono::duration<double>(workload[next].arrival_s - engine.now()));
-        for (; next < workload.size() && workload[next].arrival_s <= engine.now(); ++next)
-          engine.add_request(workload[next].prompt_ids, SamplingParams{}, workload[next].max_tokens, {},
-                             workload[next].arrival_s);
-      }, bar);
+      const Run run = drive(engine, workload, bar);
       // The first half of the budgets joins the fit; the rest is held out to test it.
       for (const StepStats& st : run.steps)
         (2 * bi < sweep.size() ? train : held_out).push_back({st.work, st.forward_seconds + st.schedule_seconds});
@@ -325,14 +321,7 @@ int main(int argc, char** argv) {
     // Replays @p requests on a simulated engine; all arrive at their workload times.
     auto simulate = [&](const SimulatedModel& sim, const EngineConfig& config, const std::vector<WorkloadRequest>& requests) {
       Engine engine(sim, config);
-      std::size_t next = 0;
-      while (next < requests.size() || engine.has_unfinished_requests()) {
-        if (!engine.has_unfinished_requests()) engine.advance_clock_to(requests[next].arrival_s);
-        for (; next < requests.size() && requests[next].arrival_s <= engine.now(); ++next)
-          engine.add_request(requests[next].prompt_ids, SamplingParams{}, requests[next].max_tokens, {},
-                             requests[next].arrival_s);
-        engine.step();
-      }
+      replay(engine, requests);
       return summarize_requests(engine.requests(), slo);
     };
     for (std::size_t i = 0; i < sweep.size(); ++i) {

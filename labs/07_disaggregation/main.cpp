@@ -32,6 +32,7 @@
 #include "serve/engine.h"
 #include "serve/ladder.h"
 #include "serve/metrics.h"
+#include "serve/replay.h"
 #include "serve/workload.h"
 
 using namespace servelab;
@@ -270,11 +271,16 @@ int main(int argc, char** argv) {
     colocated_config.scheduler.enable_chunked_prefill = Techniques::for_lab(6).chunked_prefill;
     colocated_config.scheduler.max_num_batched_tokens = 512;
     colocated_config.log = [](const std::string&) {};
+    // Keeps each step's work and time in @p out: the data a cost model is fitted to.
+    const auto record_steps = [](std::vector<std::pair<Work, double>>& out) {
+      return ReplayOptions{.on_step = [&out](Engine&, const StepStats& s, std::span<const RequestOutput>) {
+        out.push_back({s.work, s.forward_seconds + s.schedule_seconds});
+      }};
+    };
     {
       // Warm-up, as the cluster gets one per pattern: the first steps of a fresh process are slow.
       Engine engine(*colocated, colocated_config);
-      engine.add_request(synthetic_prompt(l_prompt, c.vocab_size, 1), {}, 2);
-      while (engine.has_unfinished_requests()) engine.step();
+      replay(engine, {{.arrival_s = 0, .prompt_ids = synthetic_prompt(l_prompt, c.vocab_size, 1), .max_tokens = 2}});
     }
     Progress patterns_bar("patterns", static_cast<long>(patterns.size()));
     for (const Pattern& pattern : patterns) {
@@ -297,17 +303,7 @@ int main(int argc, char** argv) {
       {
         // Colocated: one engine with lab 06's switches and both workers' threads.
         Engine engine(*colocated, colocated_config);
-        std::size_t next = 0;
-        while (next < workload.size() || engine.has_unfinished_requests()) {
-          while (next < workload.size() && workload[next].arrival_s <= engine.now()) {
-            engine.add_request(workload[next].prompt_ids, {}, workload[next].max_tokens, {}, workload[next].arrival_s);
-            ++next;
-          }
-          if (engine.has_unfinished_requests()) {
-            engine.step();
-            steps.push_back({engine.last_step().work, engine.last_step().forward_seconds + engine.last_step().schedule_seconds});
-          } else if (next < workload.size()) usleep(static_cast<useconds_t>((workload[next].arrival_s - engine.now()) * 1e6) + 1);
-        }
+        replay(engine, workload, record_steps(steps));
         add("colocated, " + std::to_string(2 * threads) + " threads", engine.requests());
         for (const Request* r : engine.requests()) colocated_tokens.emplace_back(r->output_token_ids().begin(), r->output_token_ids().end());
       }
@@ -357,11 +353,8 @@ int main(int argc, char** argv) {
     auto worker_model = load_model([&] { LabOptions x = o; x.threads = threads; return x; }(), false);
     for (const std::vector<WorkloadRequest>& workload : workloads) {
       Engine engine(*worker_model, colocated_config);
-      for (const WorkloadRequest& w : workload) engine.add_request(w.prompt_ids, {}, w.max_tokens);
-      while (engine.has_unfinished_requests()) {
-        engine.step();
-        worker_steps.push_back({engine.last_step().work, engine.last_step().forward_seconds + engine.last_step().schedule_seconds});
-      }
+      for (const WorkloadRequest& w : workload) engine.add_request(w.prompt_ids, {}, w.max_tokens);  // all at once
+      replay(engine, {}, record_steps(worker_steps));
     }
     const CostModel worker_cost = CostModel::calibrate("this CPU, " + std::to_string(threads) + " thread(s) (calibrated)",
                                                        peak1, bandwidth1, worker_steps);
