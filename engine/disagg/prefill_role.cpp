@@ -82,12 +82,13 @@ void PrefillRole::on_layer(int layer) {
 
 void PrefillRole::on_first_token(const RequestOutput& out, double step_start, double step_end) {
   Job& job = jobs_.at(out.request_id);
+  const std::int64_t req = job.req;  // transfer() may have released the job when a later call throws
   try {
     check(job.stream_error.empty(), job.stream_error);
     transfer(out.request_id, job, out.token, step_start, step_end);
   } catch (const Error& e) {
-    c_.report_failure(job.req, e.what());
-    release(out.request_id);
+    c_.report_failure(req, e.what());
+    if (owns(out.request_id)) release(out.request_id);
   }
 }
 

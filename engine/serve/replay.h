@@ -25,6 +25,11 @@
  * it replaced (tests/engine/serve/replay_test.cpp checks the times to the
  * last bit), so the labs' simulated tables did not move when they switched.
  *
+ * Not for lab 07's workers: there a step that schedules nothing is normal
+ * while a request waits for its KV from another process (WAITING_FOR_REMOTE_KV),
+ * so they step from their own message loop (disagg/worker.h), which the
+ * transfers and the router's deadlines drive.
+ *
  * @see labs/04_paged_attention/README.md
  */
 #pragma once
