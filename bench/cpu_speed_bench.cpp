@@ -61,7 +61,7 @@ DType dtype_of(std::int64_t w) { return w == kF32 ? DType::F32 : DType::BF16; }
 const char* weights_name(int w) { return w == kF32 ? "f32" : w == kBf16 ? "bf16" : "bf16 math"; }
 
 std::unique_ptr<Model> model(std::int64_t w, int threads, bool deterministic) {
-  EngineOptions options;
+  ModelOptions options;
   options.num_threads = threads;
   options.weight_dtype = dtype_of(w);
   options.deterministic = deterministic;

@@ -28,11 +28,11 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("--max-model-len", f.max_model_len, "longest prompt + output, tokens; 0 = the model's");
 }
 
-EngineOptions engine_options(const std::string& backend, int threads, bool deterministic, const std::string& attention,
+ModelOptions model_options(const std::string& backend, int threads, bool deterministic, const std::string& attention,
                              const std::string& dtype) {
   check(threads >= 0 && threads <= kMaxThreads, "--threads must be in [0, ", kMaxThreads, "] (0 = all cores), got ",
         threads);
-  EngineOptions options;
+  ModelOptions options;
   options.backend = parse_backend(backend, "--backend");
   options.num_threads = threads;
   options.deterministic = deterministic;
@@ -42,7 +42,7 @@ EngineOptions engine_options(const std::string& backend, int threads, bool deter
 }
 
 std::unique_ptr<Model> load_model(const EngineFlags& f) {
-  const EngineOptions options = engine_options(f.backend, f.threads, f.deterministic, f.attention, f.dtype);
+  const ModelOptions options = model_options(f.backend, f.threads, f.deterministic, f.attention, f.dtype);
   std::cerr << "loading " << (f.model_dir.empty() ? "preset " + f.preset + " (synthetic weights)" : f.model_dir)
             << " ...\n";
   return f.model_dir.empty() ? Model::from_preset(f.preset, f.weights_seed, options)

@@ -46,7 +46,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags);
  *        --attention, --dtype), parsed and checked.
  * @throws Error naming the flag when a value is unknown or --threads is outside [0, kMaxThreads].
  */
-EngineOptions engine_options(const std::string& backend, int threads, bool deterministic, const std::string& attention,
+ModelOptions model_options(const std::string& backend, int threads, bool deterministic, const std::string& attention,
                              const std::string& dtype);
 
 /**

@@ -169,7 +169,7 @@ Prompt make_prompt(const GenerateArgs& a, const ModelConfig& c) {
 }
 
 int run_generate(const GenerateArgs& a) {
-  const EngineOptions options = cli::engine_options(a.backend, a.threads, a.deterministic, a.attention, a.dtype);
+  const ModelOptions options = cli::model_options(a.backend, a.threads, a.deterministic, a.attention, a.dtype);
   // An empty value is a mistake (an unset shell variable), not a request for the default.
   check(!a.given_model || !a.model_dir.empty(), "--model is empty (expected a Hugging Face model folder)");
   check(!a.given_tokenizer || !a.tokenizer_file.empty(), "--tokenizer is empty (expected a tokenizer.json file)");

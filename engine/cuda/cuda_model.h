@@ -5,7 +5,7 @@
  *        the kernels of cuda/ops.h for the rest.
  *
  * Model owns one of these, through the ModelBackend interface
- * (model/backend.h), when EngineOptions::backend is CUDA and forwards to it;
+ * (model/backend.h), when ModelOptions::backend is CUDA and forwards to it;
  * nothing else in the engine changes. One step:
  * @verbatim
  *  host: token ids, each row's (sequence, position), the block tables, each

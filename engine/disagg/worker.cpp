@@ -44,7 +44,7 @@ std::unique_ptr<Model> load_model(const WorkerConfig& c) {
   // takes the flag and ignores it: the prefill side streams).
   check(!c.layerwise || c.role != WorkerRole::BOTH, "--layerwise streams from a prefill worker's steps: it needs --role "
         "prefill (or decode, which ignores it), got both");
-  EngineOptions options;
+  ModelOptions options;
   options.num_threads = c.threads;
   options.deterministic = c.deterministic;
   return c.model_dir.empty() ? Model::from_preset(c.preset, c.weights_seed, options)

@@ -117,7 +117,7 @@ inline constexpr int kFlashQueryTile = 256;
  */
 int split_k_pieces(int keys, int work_items, int threads);
 
-/// Which attention the engine runs (EngineOptions::attention, `--attention`).
+/// Which attention the engine runs (ModelOptions::attention, `--attention`).
 enum class AttentionKind {
   NAIVE,    ///< attention_naive() for every row (lab 05's v0)
   BLOCKED,  ///< attention_blocked() for prefill, attention_naive() for decode and in deterministic mode (before lab 05)

@@ -20,14 +20,14 @@ Backend parse_backend(const std::string& text, const std::string& what) {
   fail(what, ": unknown backend '", text, "' (expected cpu or cuda)");
 }
 
-void apply_dtype_flag(const std::string& text, const std::string& what, EngineOptions& options) {
+void apply_dtype_flag(const std::string& text, const std::string& what, ModelOptions& options) {
   check(text == "f32" || text == "bf16" || text == "bf16-math", what, ": unsupported dtype '", text,
         "' (expected f32, bf16 or bf16-math)");
   options.weight_dtype = text == "f32" ? DType::F32 : DType::BF16;
   options.bf16_activations = text == "bf16-math";
 }
 
-Model::Model(ModelConfig config, ModelWeights weights, const EngineOptions& options)
+Model::Model(ModelConfig config, ModelWeights weights, const ModelOptions& options)
     : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
   pool_ = std::make_unique<ThreadPool>(options_.num_threads);
   ctx_ = KernelContext{.pool = pool_.get(), .deterministic = options_.deterministic, .bf16_activations = options_.bf16_activations};
@@ -85,14 +85,14 @@ float* Model::Workspace::get(Buffer which, std::size_t floats) {
   return b.data();
 }
 
-std::unique_ptr<Model> Model::from_pretrained(const std::filesystem::path& dir, const EngineOptions& options) {
+std::unique_ptr<Model> Model::from_pretrained(const std::filesystem::path& dir, const ModelOptions& options) {
   ModelConfig config = load_config(dir / "config.json");
   config.name = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
   ModelWeights weights = load_weights(config, dir, options.weight_dtype);
   return std::make_unique<Model>(std::move(config), std::move(weights), options);
 }
 
-std::unique_ptr<Model> Model::from_preset(const std::string& name, std::uint64_t seed, const EngineOptions& options) {
+std::unique_ptr<Model> Model::from_preset(const std::string& name, std::uint64_t seed, const ModelOptions& options) {
   ModelConfig config = preset(name);
   ThreadPool fill_pool(options.num_threads);
   ModelWeights weights = synthetic_weights(config, seed, fill_pool, options.weight_dtype);

@@ -40,8 +40,9 @@ enum class Backend { CPU, CUDA };
 /// Parses "cpu" or "cuda"; @throws Error naming @p what otherwise.
 Backend parse_backend(const std::string& text, const std::string& what);
 
-/// Engine-wide switches; later labs add theirs here so the whole ladder reads top to bottom.
-struct EngineOptions {
+/// How the model runs (backend, threads, attention kernel, dtypes): the model level, beside the engine
+/// level's EngineConfig; later labs add their model switches here so the ladder reads top to bottom.
+struct ModelOptions {
   Backend backend = Backend::CPU;  ///< where ops run
   int num_threads = 0;             ///< CPU threads, 0 = all cores
   /// Dtype of the weight matrices and the embedding: f32 (exact parity) or bf16 (half the bytes per token).
@@ -62,7 +63,7 @@ struct EngineOptions {
  *        bf16, f32 accumulation, as on the CUDA path and llama.cpp's BF16).
  * @throws Error naming @p what and the accepted values otherwise.
  */
-void apply_dtype_flag(const std::string& text, const std::string& what, EngineOptions& options);
+void apply_dtype_flag(const std::string& text, const std::string& what, ModelOptions& options);
 
 /// A model ready to run: config, weights and the threads to run them on.
 class Model {
@@ -74,13 +75,13 @@ class Model {
    *         machine has no CUDA device (the message says which), or the
    *         upload fails.
    */
-  Model(ModelConfig config, ModelWeights weights, const EngineOptions& options);
+  Model(ModelConfig config, ModelWeights weights, const ModelOptions& options);
   ~Model();
 
   /// Loads config.json and the safetensors weights of a Hugging Face model folder.
-  static std::unique_ptr<Model> from_pretrained(const std::filesystem::path& dir, const EngineOptions& options);
+  static std::unique_ptr<Model> from_pretrained(const std::filesystem::path& dir, const ModelOptions& options);
   /// Builds a named preset with synthetic weights from @p seed (no download).
-  static std::unique_ptr<Model> from_preset(const std::string& name, std::uint64_t seed, const EngineOptions& options);
+  static std::unique_ptr<Model> from_preset(const std::string& name, std::uint64_t seed, const ModelOptions& options);
 
   /// Shape and hyper-parameters.
   const ModelConfig& config() const { return config_; }
@@ -90,7 +91,7 @@ class Model {
    */
   const ModelWeights& weights() const { return weights_; }
   /// Options it runs with.
-  const EngineOptions& options() const { return options_; }
+  const ModelOptions& options() const { return options_; }
   /// Threads its kernels run on (the caller's included).
   int num_threads() const { return pool_->num_threads(); }
   /// FLOPs and bytes of every op of every forward() call while counting is enabled (off by default).
@@ -191,7 +192,7 @@ class Model {
   ModelWeights weights_;   // empty on CUDA once uploaded
   DType embed_dtype_ = DType::F32;   // embedding and LM head (kept for counting after weights_ is released)
   DType matrix_dtype_ = DType::F32;  // layer matrices
-  EngineOptions options_;
+  ModelOptions options_;
   std::unique_ptr<ThreadPool> pool_;
   KernelContext ctx_;
   std::vector<float> inv_freq_;  // [head_dim / 2] RoPE inverse frequencies

@@ -27,7 +27,7 @@ struct Techniques {
   bool paged_kv_cache = false;
   /// lab 04: requests join and leave the running batch at every step (SchedulingPolicy::CONTINUOUS)
   bool continuous_batching = false;
-  /// lab 05: attention in tiles with the online softmax (EngineOptions::attention = FLASH), split-K for long decodes
+  /// lab 05: attention in tiles with the online softmax (ModelOptions::attention = FLASH), split-K for long decodes
   bool flash_attention = false;
   /// lab 06: prompts split over steps so no step exceeds max_num_batched_tokens (SchedulerConfig::enable_chunked_prefill)
   bool chunked_prefill = false;

@@ -36,7 +36,7 @@ std::unique_ptr<Model> load_model(const LabOptions& o, bool deterministic) {
         "] (0 = all cores), got ", o.threads);
   check(o.repeats >= 1, "--repeats must be >= 1, got ", o.repeats);
   check(o.warmup >= 0, "--warmup must be >= 0, got ", o.warmup);
-  EngineOptions engine;
+  ModelOptions engine;
   engine.backend = parse_backend(o.backend, "--backend");
   engine.num_threads = o.threads;
   engine.deterministic = deterministic;

@@ -39,7 +39,7 @@ struct LabOptions {
   bool quick = false;              ///< smaller sizes and one repeat: a smoke run in seconds
   int repeats = 3;                 ///< timed runs per point (the median is reported)
   int warmup = 1;                  ///< untimed runs before timing
-  std::string attention = "blocked";  ///< attention kernels: naive, blocked or flash (EngineOptions::attention)
+  std::string attention = "blocked";  ///< attention kernels: naive, blocked or flash (ModelOptions::attention)
 };
 
 /// Registers the common flags on @p app, with @p default_preset as --preset's default.

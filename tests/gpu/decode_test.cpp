@@ -306,7 +306,7 @@ TEST_CASE("forward_greedy returns the device argmax of forward's logits rows", "
 
 TEST_CASE("on CUDA the model counts the same work as on the CPU and keeps no host copy of the weights",
           "[gpu][model]") {
-  EngineOptions cpu_options, gpu_options;
+  ModelOptions cpu_options, gpu_options;
   gpu_options.backend = Backend::CUDA;
   auto cpu = Model::from_preset("small", 0, cpu_options), gpu = Model::from_preset("small", 0, gpu_options);
   CHECK(gpu->weights().layers.empty());

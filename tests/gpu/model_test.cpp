@@ -21,7 +21,7 @@ namespace {
 
 // A model of preset or fixture @p name on @p backend with @p dtype weights.
 std::unique_ptr<Model> make_model(const std::string& name, Backend backend, DType dtype) {
-  EngineOptions options;
+  ModelOptions options;
   options.backend = backend;
   options.weight_dtype = dtype;
   if (std::filesystem::exists(fixtures_dir() / name)) return Model::from_pretrained(fixtures_dir() / name, options);

@@ -16,7 +16,7 @@ TEST_CASE("lab 01 is the bottom of the ladder: no KV cache", "[lab01]") {
 }
 
 TEST_CASE("without a cache step k feeds prompt + k - 1 tokens and the tokens equal the cached path", "[lab01]") {
-  EngineOptions engine;
+  ModelOptions engine;
   engine.deterministic = true;
   auto model = Model::from_preset("small", 0, engine);
   const auto prompt = synthetic_prompt(20, model->config().vocab_size, 3);

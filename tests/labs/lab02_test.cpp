@@ -20,7 +20,7 @@ TEST_CASE("lab 02 = lab 01 + the KV cache switch", "[lab02]") {
 }
 
 TEST_CASE("the cache changes no token on the lab's default preset (deterministic mode)", "[lab02]") {
-  EngineOptions engine;
+  ModelOptions engine;
   engine.deterministic = true;
   auto model = Model::from_preset("small", 0, engine);
   const auto prompt = synthetic_prompt(30, model->config().vocab_size, 0);

@@ -31,7 +31,7 @@ TEST_CASE("the engine's op counters equal the closed form - ragged batches - bia
   for (const char* name : {"tiny", "tiny-llama"})
     for (DType dtype : {DType::F32, DType::BF16}) {
       DYNAMIC_SECTION(name << " " << dtype_name(dtype)) {
-        EngineOptions options;
+        ModelOptions options;
         options.weight_dtype = dtype;
         auto model = Model::from_preset(name, 1, options);
         const ModelConfig& c = model->config();

@@ -58,7 +58,7 @@ TEST_CASE("the tiny model with flash attention in deterministic mode gives a pro
           "[lab05][deterministic]") {
   // Batch invariance end to end: prefill of 40 tokens at once, and the same 40
   // tokens fed one step at a time through the KV cache, end on the same row.
-  EngineOptions options;
+  ModelOptions options;
   options.deterministic = true;
   options.attention = AttentionKind::FLASH;
   options.num_threads = 2;

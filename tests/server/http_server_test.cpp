@@ -25,7 +25,7 @@ namespace {
 const std::string kChatModel = std::string(SERVELAB_FIXTURES_DIR) + "/tokenizer/qwen2-tiny-chat";
 
 std::unique_ptr<Model> load_chat_model() {
-  EngineOptions options;
+  ModelOptions options;
   options.num_threads = 1;
   options.deterministic = true;  // a request's tokens must not depend on who shares its batch
   return Model::from_pretrained(kChatModel, options);

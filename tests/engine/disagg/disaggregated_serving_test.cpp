@@ -101,7 +101,7 @@ std::vector<ClientRequest> requests() {
 
 // The same requests on the colocated engine (labs 04-06), with their sampling settings.
 std::vector<std::vector<std::int32_t>> colocated_tokens(const std::vector<ClientRequest>& rs) {
-  EngineOptions options;
+  ModelOptions options;
   options.num_threads = 1;
   options.deterministic = true;
   auto model = Model::from_preset("tiny", 0, options);

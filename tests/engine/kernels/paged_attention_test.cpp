@@ -111,7 +111,7 @@ bool all_finite(const std::vector<float>& x) {
 }
 
 std::unique_ptr<Model> tiny_model(bool deterministic) {
-  EngineOptions options;
+  ModelOptions options;
   options.deterministic = deterministic;
   options.num_threads = 2;
   return Model::from_preset("tiny", 3, options);

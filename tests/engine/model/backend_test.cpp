@@ -11,14 +11,14 @@ using namespace servelab;
 
 TEST_CASE("asking for --backend cuda without a device says so and names the flag", "[backend]") {
   if (cuda_device_count() > 0) return;  // a GPU machine: tests/gpu covers the backend there
-  EngineOptions options;
+  ModelOptions options;
   options.backend = Backend::CUDA;
   REQUIRE_ERROR_MENTIONS(Model::from_preset("tiny", 0, options), "--backend cuda", "no usable CUDA device",
                          "use --backend cpu");
 }
 
 TEST_CASE("the CPU model makes host caches of the size asked for", "[backend]") {
-  auto model = Model::from_preset("tiny", 0, EngineOptions{});
+  auto model = Model::from_preset("tiny", 0, ModelOptions{});
   const auto cache = model->make_kv_cache(3, 10);
   REQUIRE(dynamic_cast<HostKVCache*>(cache.get()) != nullptr);
   CHECK_FALSE(cache->on_device());
@@ -31,7 +31,7 @@ TEST_CASE("the CPU model makes host caches of the size asked for", "[backend]") 
 
 TEST_CASE("forward_greedy returns each logits row's argmax and counts the step once", "[backend]") {
   // The seam the engine uses for greedy steps (on CUDA the argmax runs on the device; here on the host).
-  auto model = Model::from_preset("tiny", 0, EngineOptions{});
+  auto model = Model::from_preset("tiny", 0, ModelOptions{});
   const int V = model->config().vocab_size;
   auto cache = model->make_kv_cache(1, 16);
   const std::vector<std::int32_t> prompt = {3, 1, 4, 1, 5};

@@ -39,7 +39,7 @@ TEST_CASE("logits match transformers on every fixture prompt", "[parity]") {
   for (const char* name : kFixtures) {
     for (bool deterministic : {false, true}) {
       DYNAMIC_SECTION(name << (deterministic ? " deterministic" : " fast")) {
-        EngineOptions options;
+        ModelOptions options;
         options.deterministic = deterministic;
         auto model = Model::from_pretrained(test::fixtures_dir() / name, options);
         const auto ref = test::load_reference(name);
@@ -57,7 +57,7 @@ TEST_CASE("greedy tokens match transformers with and without KV cache", "[parity
   for (const char* name : kFixtures) {
     for (bool use_cache : {true, false}) {
       DYNAMIC_SECTION(name << (use_cache ? " cache on" : " cache off")) {
-        auto model = Model::from_pretrained(test::fixtures_dir() / name, EngineOptions{});
+        auto model = Model::from_pretrained(test::fixtures_dir() / name, ModelOptions{});
         const auto ref = test::load_reference(name);
         for (std::size_t p = 0; p < ref["prompts"].size(); ++p) {
           GenerateOptions options;
@@ -78,7 +78,7 @@ TEST_CASE("deterministic mode: KV cache on and off give bit-identical logits", "
   // row's reduction order does not depend on the batch: that is the mode's promise.
   for (const char* name : {"qwen2-tiny", "llama-tiny"}) {
     DYNAMIC_SECTION(name) {
-      EngineOptions options;
+      ModelOptions options;
       options.deterministic = true;
       auto model = Model::from_pretrained(test::fixtures_dir() / name, options);
       const auto prompt = ids_of(test::load_reference(name)["prompts"][2]);
@@ -105,7 +105,7 @@ TEST_CASE("deterministic mode: KV cache on and off give bit-identical logits", "
 TEST_CASE("bf16 weights: a bf16 checkpoint runs in bf16 with no copy and no change in the result", "[parity][bf16]") {
   // The fixture's weights are bf16 already; keeping them bf16 changes only where
   // the widening to f32 happens (in registers instead of at load), not the values.
-  EngineOptions options;
+  ModelOptions options;
   options.weight_dtype = DType::BF16;
   auto model = Model::from_pretrained(test::fixtures_dir() / "qwen2-tiny-bf16", options);
   CHECK(model->weights().embed_tokens.dtype == DType::BF16);
@@ -130,7 +130,7 @@ TEST_CASE("bf16 weights stay within the stated tolerance of the f32 path", "[par
   // differ from the f32 ones (margins 0.002-0.009), so they are not compared.
   for (const char* name : {"qwen2-tiny", "llama-tiny"}) {
     DYNAMIC_SECTION(name) {
-      EngineOptions options;
+      ModelOptions options;
       options.weight_dtype = DType::BF16;
       auto model = Model::from_pretrained(test::fixtures_dir() / name, options);
       const auto [logits, expected] = prompt_logits(*model, test::load_reference(name), 2);
@@ -144,7 +144,7 @@ TEST_CASE("bf16 arithmetic (--dtype bf16-math) stays within the bf16 bound of th
   // Rounding the activations to bf16 before each prefill GEMM adds an error of
   // the same size as rounding the weights (2^-9 relative per operand), so the
   // bound of the test above holds; greedy margins are too narrow to compare tokens.
-  EngineOptions options;
+  ModelOptions options;
   apply_dtype_flag("bf16-math", "--dtype", options);
   REQUIRE(options.bf16_activations);
   auto model = Model::from_pretrained(test::fixtures_dir() / "qwen2-tiny-bf16", options);

@@ -40,9 +40,9 @@ TEST_CASE("synthetic weights depend on the seed only / not on the thread count",
 }
 
 TEST_CASE("the Qwen2 fixture loads tied - the Llama fixture untied and without biases", "[weights]") {
-  auto qwen = Model::from_pretrained(test::fixtures_dir() / "qwen2-tiny", EngineOptions{});
+  auto qwen = Model::from_pretrained(test::fixtures_dir() / "qwen2-tiny", ModelOptions{});
   CHECK(qwen->weights().lm_head.data == qwen->weights().embed_tokens.data);
-  auto llama = Model::from_pretrained(test::fixtures_dir() / "llama-tiny", EngineOptions{});
+  auto llama = Model::from_pretrained(test::fixtures_dir() / "llama-tiny", ModelOptions{});
   CHECK(llama->weights().lm_head.data != llama->weights().embed_tokens.data);
   CHECK(llama->weights().layers[0].q_bias.empty());
   CHECK(llama->weights().layers[0].q_proj.shape == std::vector<std::int64_t>{128, 96});
@@ -53,18 +53,18 @@ TEST_CASE("a checkpoint that does not match its config is refused / naming the t
   const auto copy = test::copy_fixture("qwen2-tiny", dir.path());
 
   edit_config(copy, [](auto& j) { j["intermediate_size"] = 161; });
-  REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, EngineOptions{}), "mlp.gate_proj.weight", "[160, 64]",
+  REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, ModelOptions{}), "mlp.gate_proj.weight", "[160, 64]",
                          "expected [161, 64]");
 
   edit_config(copy, [](auto& j) { j["intermediate_size"] = 160; j["tie_word_embeddings"] = false; });
-  REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, EngineOptions{}), "lm_head.weight", "missing");
+  REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, ModelOptions{}), "lm_head.weight", "missing");
 
   edit_config(copy, [](auto& j) { j["tie_word_embeddings"] = true; });
   std::filesystem::resize_file(copy / "model.safetensors", std::filesystem::file_size(copy / "model.safetensors") - 100);
-  REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, EngineOptions{}), "model.safetensors", "truncated");
+  REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, ModelOptions{}), "model.safetensors", "truncated");
 
   std::filesystem::remove(copy / "config.json");
-  REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, EngineOptions{}), "config.json", "cannot open");
+  REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, ModelOptions{}), "config.json", "cannot open");
 }
 
 namespace {
@@ -96,8 +96,8 @@ TEST_CASE("checkpoint tensors the engine would not use are refused by name", "[w
   test::ScratchDir dir("weights-unused");
   const auto copy = test::copy_fixture("qwen2-tiny", dir.path());
   add_tensor(copy / "model.safetensors", "model.layers.0.rotary_emb.inv_freq", 8);  // old Llama files: harmless
-  CHECK(Model::from_pretrained(copy, EngineOptions{})->config().hidden_size == 64);
+  CHECK(Model::from_pretrained(copy, ModelOptions{})->config().hidden_size == 64);
   add_tensor(copy / "model.safetensors", "model.layers.1.self_attn.o_proj.bias", 64);
-  REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, EngineOptions{}), "1 tensor that servelab does not use",
+  REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, ModelOptions{}), "1 tensor that servelab does not use",
                          "'model.layers.1.self_attn.o_proj.bias'");
 }

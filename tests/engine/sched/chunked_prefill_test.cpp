@@ -74,7 +74,7 @@ TEST_CASE("no step exceeds the token budget with chunked prefill", "[chunked]") 
 }
 
 TEST_CASE("chunks meet again in the KV cache: chunked prefill writes the bytes of a one-shot prefill", "[chunked]") {
-  EngineOptions options;
+  ModelOptions options;
   options.deterministic = true;  // the guarantee holds bit for bit only with batch-invariant reductions
   auto model = Model::from_preset("tiny", 5, options);
   const auto prompt = synthetic_prompt(100, model->config().vocab_size, 9);
@@ -98,7 +98,7 @@ TEST_CASE("chunks meet again in the KV cache: chunked prefill writes the bytes o
 }
 
 TEST_CASE("the engine gives every request the same tokens with and without chunked prefill", "[chunked]") {
-  EngineOptions options;
+  ModelOptions options;
   options.deterministic = true;
   auto model = Model::from_preset("tiny", 5, options);
   const int vocab = model->config().vocab_size;
@@ -126,7 +126,7 @@ TEST_CASE("the engine gives every request the same tokens with and without chunk
 }
 
 TEST_CASE("chunked prefill lets a prompt longer than the budget in and refuses a negative threshold", "[chunked]") {
-  auto model = Model::from_preset("tiny", 5, EngineOptions{});
+  auto model = Model::from_preset("tiny", 5, ModelOptions{});
   EngineConfig config;
   config.scheduler = {.max_num_seqs = 4, .max_num_batched_tokens = 16};
   Engine whole(*model, config);

@@ -16,7 +16,7 @@
 using namespace servelab;
 
 TEST_CASE("a storm of requests aborts and refusals leaves no block behind and no token changed", "[engine][faults]") {
-  EngineOptions options;
+  ModelOptions options;
   options.deterministic = true;  // batch-invariant: alone and batched must agree exactly
   auto model = Model::from_preset("tiny", 3, options);
   const ModelConfig& c = model->config();

@@ -24,7 +24,7 @@ using Ids = std::vector<std::int32_t>;
 
 /// The tiny preset (2 layers, vocab 512, context 1024) with batch-invariant reductions.
 std::unique_ptr<Model> tiny_model() {
-  EngineOptions options;
+  ModelOptions options;
   options.deterministic = true;
   options.num_threads = 2;
   return Model::from_preset("tiny", 7, options);

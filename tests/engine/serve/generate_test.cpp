@@ -14,7 +14,7 @@ std::unique_ptr<Model> synthetic_model(const std::string& name, int kv_heads, bo
   ModelConfig c = preset(name);
   if (kv_heads > 0) c.num_key_value_heads = kv_heads;
   ThreadPool pool(2);
-  EngineOptions options;
+  ModelOptions options;
   options.deterministic = deterministic;
   return std::make_unique<Model>(c, synthetic_weights(c, 11, pool), options);
 }

@@ -16,7 +16,7 @@ namespace {
 
 struct RemoteKvFixture {
   RemoteKvFixture() {
-    EngineOptions options;
+    ModelOptions options;
     options.deterministic = true;  // batch-invariant: alone, batched and recomputed agree exactly
     model = Model::from_preset("tiny", 5, options);
   }

@@ -44,7 +44,7 @@ WorkloadRequest request(double arrival, int prompt_len, int max_tokens) {
 
 /// The tiny preset (2 layers, vocab 512) with batch-invariant reductions.
 std::unique_ptr<Model> tiny_model() {
-  EngineOptions options;
+  ModelOptions options;
   options.deterministic = true;
   options.num_threads = 2;
   return Model::from_preset("tiny", 7, options);

@@ -41,7 +41,7 @@ TEST_CASE("a simulated engine's clock advances by the cost model's prediction of
 }
 
 TEST_CASE("the simulated engine schedules exactly as the real engine for the same lengths", "[engine][simulated]") {
-  EngineOptions options;
+  ModelOptions options;
   auto model = Model::from_preset("tiny", 1, options);
   SimulatedModel sim{model->config(), CostModel::for_hardware(gpu("A100 80GB SXM"), 0.0), StepDtypes{}};
   EngineConfig config;

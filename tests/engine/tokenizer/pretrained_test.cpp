@@ -13,7 +13,7 @@ using namespace servelab::test;
 TEST_CASE("qwen2-tiny-chat: chat -> prompt ids -> greedy reply -> text, as transformers", "[tokenizer][golden][generate]") {
   const auto dir = tokenizer_fixtures() / "qwen2-tiny-chat";
   const auto ref = load_reference("tokenizer/qwen2-tiny-chat");
-  auto model = Model::from_pretrained(dir, EngineOptions{});
+  auto model = Model::from_pretrained(dir, ModelOptions{});
   const Tokenizer tok = load_tokenizer(dir);
   REQUIRE(tok.vocab_size() <= model->config().vocab_size);
 
