@@ -7,7 +7,7 @@
 
 #include "core/json.h"
 #include "engine_flags.h"
-#include "serve.h"
+#include "command.h"
 #include "server/bench_client.h"
 
 namespace servelab::cli {
@@ -104,11 +104,11 @@ int run_bench_serve(BenchArgs& a) {
 
 }  // namespace
 
-std::function<int()> add_bench_command(CLI::App& app, CLI::App*& command) {
+Command add_bench_command(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* bench = app.add_subcommand("bench", "benchmarks");
   bench->require_subcommand(1);
-  command = bench->add_subcommand("serve", "load a running `servelab serve` as `vllm bench serve` does, and print its block");
+  CLI::App* command = bench->add_subcommand("serve", "load a running `servelab serve` as `vllm bench serve` does, and print its block");
   add_engine_flags(*command, a->engine);
   command->add_option("--host", a->client.host, "server address")->capture_default_str();
   command->add_option("--port", a->client.port, "server port")->capture_default_str();
@@ -133,11 +133,10 @@ std::function<int()> add_bench_command(CLI::App& app, CLI::App*& command) {
                     "also run the workload through the engine in this process and print the HTTP overhead");
   command->add_flag("--save-result", a->save_result, "write the result JSON (vLLM's field names)");
   command->add_option("--result-filename", a->result_filename, "where --save-result writes")->capture_default_str();
-  CLI::App* cmd = command;
-  return [a, cmd] {
-    a->given_model = cmd->get_option("--model")->count() > 0 || cmd->get_option("--preset")->count() > 0;
-    return run_bench_serve(*a);
-  };
+  return {bench, [a, command] {
+            a->given_model = command->get_option("--model")->count() > 0 || command->get_option("--preset")->count() > 0;
+            return run_bench_serve(*a);
+          }};
 }
 
 }  // namespace servelab::cli

@@ -1,4 +1,4 @@
-#include "serve.h"
+#include "command.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -78,9 +78,9 @@ int run_serve(const ServeArgs& a) {
 
 }  // namespace
 
-std::function<int()> add_serve_command(CLI::App& app, CLI::App*& command) {
+Command add_serve_command(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
-  command = app.add_subcommand("serve", "serve the model over an OpenAI-compatible HTTP API (streaming, /metrics)");
+  CLI::App* command = app.add_subcommand("serve", "serve the model over an OpenAI-compatible HTTP API (streaming, /metrics)");
   add_engine_flags(*command, a->engine);
   command->add_option("--host", a->server.host, "address to listen on (loopback by default)")->capture_default_str();
   command->add_option("--port", a->server.port, "port; 0 picks a free one and prints it")->capture_default_str();
@@ -88,7 +88,7 @@ std::function<int()> add_serve_command(CLI::App& app, CLI::App*& command) {
   command->add_option("--served-model-name", a->served_model_name, "the name clients give as `model` (default: --model or --preset)");
   command->add_option("--max-body-bytes", a->server.max_body_bytes, "largest request body; larger ones get 413")
       ->capture_default_str();
-  return [a] { return run_serve(*a); };
+  return {command, [a] { return run_serve(*a); }};
 }
 
 }  // namespace servelab::cli

@@ -44,11 +44,7 @@ std::unique_ptr<Model> load_model(const WorkerConfig& c) {
   // takes the flag and ignores it: the prefill side streams).
   check(!c.layerwise || c.role != WorkerRole::BOTH, "--layerwise streams from a prefill worker's steps: it needs --role "
         "prefill (or decode, which ignores it), got both");
-  ModelOptions options;
-  options.num_threads = c.threads;
-  options.deterministic = c.deterministic;
-  return c.model_dir.empty() ? Model::from_preset(c.preset, c.weights_seed, options)
-                             : Model::from_pretrained(c.model_dir, options);
+  return cli::load_model(c.model);
 }
 
 EngineConfig engine_config(const WorkerConfig& c) {
@@ -120,7 +116,7 @@ class Worker {
   void register_with_router() {
     send_message(socket_, {{"type", "register"}, {"role", to_string(c_.role)},
                            {"transport", to_json(transport_.local_info())}, {"kv_layout", to_json(context_.layout)},
-                           {"model_hash", model_hash(c_.preset, c_.model_dir, c_.weights_seed)}});
+                           {"model_hash", model_hash(c_.model)}});
     const auto answer = receive_message(socket_, static_cast<int>(c_.router_timeout * 1000));
     check(answer.has_value(), "router: no answer to the registration within --router-timeout ", c_.router_timeout, " s");
     check((*answer)["type"] != "refused", "router refused the registration: ",
@@ -175,7 +171,7 @@ class Worker {
   void add_peer(const Message& m) {
     const int id = field_worker(m, "worker_id");
     const std::string hash = field_string(m, "model_hash");
-    const std::string mine = model_hash(c_.preset, c_.model_dir, c_.weights_seed);
+    const std::string mine = model_hash(c_.model);
     check(hash == mine, "peer worker ", id, " serves model ", hash, ", this one ", mine, "; not connecting");
     const KVLayout layout = kv_layout_from_json(m.at("kv_layout"));
     check(layout.compatible(context_.layout), "peer worker ", id,
@@ -234,16 +230,17 @@ int field_worker(const Message& m, const char* key) {
   return static_cast<int>(field_int(m, key, 0, std::numeric_limits<int>::max()));
 }
 
-std::string model_hash(const std::string& preset_name, const std::string& model_dir, std::uint64_t weights_seed) {
+std::string model_hash(const cli::ModelFlags& m) {
   std::string identity;
-  if (model_dir.empty()) {
-    identity = "preset:" + preset_name + ":seed:" + std::to_string(weights_seed);
+  if (m.model_dir.empty()) {
+    identity = "preset:" + m.preset + ":seed:" + std::to_string(m.weights_seed);
   } else {
-    std::ifstream in(std::filesystem::path(model_dir) / "config.json");
-    check(in.good(), "--model ", model_dir, ": cannot read config.json");
+    std::ifstream in(std::filesystem::path(m.model_dir) / "config.json");
+    check(in.good(), "--model ", m.model_dir, ": cannot read config.json");
     identity.assign(std::istreambuf_iterator<char>(in), {});
   }
-  return hex64(fnv1a(identity));
+  // bf16 weights make other KV than f32 ones: a pair must load the same weights.
+  return hex64(fnv1a(identity + ":dtype:" + m.dtype));
 }
 
 WorkerSummary run_worker(const WorkerConfig& config) {

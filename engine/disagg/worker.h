@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cli/model_flags.h"
 #include "disagg/transport.h"
 
 namespace servelab::disagg {
@@ -53,11 +54,7 @@ struct WorkerConfig {
   WorkerRole role = WorkerRole::PREFILL;  ///< --role
   std::string router;                ///< --router: the router's endpoint (tcp://host:port)
   std::string router_file;           ///< --router-file: read the endpoint from this file instead (waits for it)
-  std::string preset = "tiny";       ///< --preset: model shape with synthetic weights
-  std::string model_dir;             ///< --model: Hugging Face folder instead of a preset
-  std::uint64_t weights_seed = 0;    ///< --weights-seed
-  int threads = 1;                   ///< --threads (a worker per core is the point)
-  bool deterministic = false;        ///< --deterministic: batch-invariant reductions
+  cli::ModelFlags model{.threads = 1};  ///< the model flags (cli/model_flags.h); one thread: a worker per core is the point
   int num_blocks = 256;              ///< --num-blocks: KV blocks in this worker's pool
   int block_size = 16;               ///< --block-size: tokens per block (must match the peer's)
   int max_num_seqs = 16;             ///< --max-num-seqs: most requests in one engine step
@@ -88,7 +85,8 @@ struct WorkerSummary {
  */
 WorkerSummary run_worker(const WorkerConfig& config);
 
-/// A short hex fingerprint of the model a worker serves: both sides must agree (vLLM's compatibility hash).
-std::string model_hash(const std::string& preset, const std::string& model_dir, std::uint64_t weights_seed);
+/// A short hex fingerprint of the model a worker serves (its config or preset and seed, and the weight
+/// dtype): both sides must agree (vLLM's compatibility hash).
+std::string model_hash(const cli::ModelFlags& model);
 
 }  // namespace servelab::disagg

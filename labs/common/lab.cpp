@@ -18,33 +18,21 @@ namespace servelab::lab {
 
 void add_common_options(CLI::App& app, LabOptions& o, const std::string& default_preset) {
   o.preset = default_preset;
-  auto* preset = app.add_option("--preset", o.preset, "model shape with synthetic weights")->capture_default_str();
-  app.add_option("--model", o.model_dir, "Hugging Face model folder instead of a preset")->excludes(preset);
-  app.add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
-  app.add_option("--dtype", o.dtype, "f32, bf16 (weights) or bf16-math (weights and prefill arithmetic)")->capture_default_str();
-  app.add_option("--threads", o.threads, "CPU threads, 0 = all cores")->capture_default_str();
+  cli::add_model_flags(app, o, {.weights_seed = false, .deterministic = false});
   app.add_option("--seed", o.seed, "seed of synthetic weights and prompts")->capture_default_str();
   app.add_option("--out", o.out, "results folder")->capture_default_str();
   app.add_flag("--quick", o.quick, "small sizes and one repeat: a smoke run in seconds");
   app.add_option("--repeats", o.repeats, "timed runs per point (median reported)")->capture_default_str();
   app.add_option("--warmup", o.warmup, "untimed runs before timing")->capture_default_str();
-  app.add_option("--attention", o.attention, "attention kernels: naive, blocked or flash (lab 05)")->capture_default_str();
 }
 
 std::unique_ptr<Model> load_model(const LabOptions& o, bool deterministic) {
-  check(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be in [0, ", kMaxThreads,
-        "] (0 = all cores), got ", o.threads);
   check(o.repeats >= 1, "--repeats must be >= 1, got ", o.repeats);
   check(o.warmup >= 0, "--warmup must be >= 0, got ", o.warmup);
-  ModelOptions engine;
-  engine.backend = parse_backend(o.backend, "--backend");
-  engine.num_threads = o.threads;
-  engine.deterministic = deterministic;
-  engine.attention = parse_attention_kind(o.attention, "--attention");
-  apply_dtype_flag(o.dtype, "--dtype", engine);
-  std::cerr << "loading " << (o.model_dir.empty() ? "preset " + o.preset + " (synthetic weights)" : o.model_dir)
-            << " ...\n";
-  return o.model_dir.empty() ? Model::from_preset(o.preset, o.seed, engine) : Model::from_pretrained(o.model_dir, engine);
+  cli::ModelFlags model = o;
+  model.weights_seed = o.seed;
+  model.deterministic = deterministic;
+  return cli::load_model(model);
 }
 
 LabPrompt article_prompt(const LabOptions& o, const ModelConfig& config, int stand_in_len) {

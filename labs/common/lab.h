@@ -20,6 +20,7 @@
 
 #include "core/hash.h"
 #include "core/timer.h"
+#include "cli/model_flags.h"
 #include "model/model.h"
 #include "report.h"
 #include "core/stats.h"
@@ -27,19 +28,15 @@
 
 namespace servelab::lab {
 
-/// Flags shared by every lab.
-struct LabOptions {
-  std::string preset;              ///< synthetic preset (the lab's default when neither flag is given)
-  std::string model_dir;           ///< Hugging Face model folder instead of a preset
-  std::string backend = "cpu";     ///< cpu or cuda
-  std::string dtype = "f32";       ///< weight dtype: f32 or bf16
-  int threads = 0;                 ///< CPU threads, 0 = all cores
+/// Flags shared by every lab: the model flags every command takes (cli/model_flags.h; a lab seeds
+/// the weights with --seed and picks the reductions per table, so it takes neither --weights-seed
+/// nor --deterministic), and the lab's own.
+struct LabOptions : cli::ModelFlags {
   std::uint64_t seed = 0;          ///< seeds synthetic weights and stand-in prompts
   std::string out = "results";     ///< results root folder
   bool quick = false;              ///< smaller sizes and one repeat: a smoke run in seconds
   int repeats = 3;                 ///< timed runs per point (the median is reported)
   int warmup = 1;                  ///< untimed runs before timing
-  std::string attention = "blocked";  ///< attention kernels: naive, blocked or flash (ModelOptions::attention)
 };
 
 /// Registers the common flags on @p app, with @p default_preset as --preset's default.

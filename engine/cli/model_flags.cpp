@@ -1,0 +1,50 @@
+#include "cli/model_flags.h"
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernels/attention.h"
+
+namespace servelab::cli {
+
+void add_model_flags(CLI::App& app, ModelFlags& f, ModelFlagSet which) {
+  auto* preset = app.add_option("--preset", f.preset, "named model shape with synthetic weights")->capture_default_str();
+  app.add_option("--model", f.model_dir, "Hugging Face model folder (config.json, *.safetensors [, tokenizer.json])")
+      ->excludes(preset);
+  if (which.weights_seed) app.add_option("--weights-seed", f.weights_seed, "seed of synthetic weights")->capture_default_str();
+  app.add_option("--backend", f.backend, "cpu or cuda")->capture_default_str();
+  app.add_option("--dtype", f.dtype, "f32 (exact), bf16 (half the weight bytes) or bf16-math (bf16 prefill arithmetic too)")
+      ->capture_default_str();
+  app.add_option("--attention", f.attention, "attention kernels: naive, blocked or flash (lab 05)")->capture_default_str();
+  app.add_option("--threads", f.threads, "CPU threads, 0 = all cores")->capture_default_str();
+  if (which.deterministic)
+    app.add_flag("--deterministic", f.deterministic, "batch-invariant reductions: a request's tokens do not depend on its batch");
+}
+
+ModelOptions model_options(const ModelFlags& f) {
+  check(f.threads >= 0 && f.threads <= kMaxThreads, "--threads must be in [0, ", kMaxThreads, "] (0 = all cores), got ",
+        f.threads);
+  ModelOptions options;
+  options.backend = parse_backend(f.backend, "--backend");
+  options.num_threads = f.threads;
+  options.deterministic = f.deterministic;
+  options.attention = parse_attention_kind(f.attention, "--attention");
+  apply_dtype_flag(f.dtype, "--dtype", options);
+  return options;
+}
+
+std::string describe_source(const ModelFlags& f) {
+  return f.model_dir.empty() ? "preset " + f.preset + " (synthetic weights)" : f.model_dir;
+}
+
+std::unique_ptr<Model> load_model(const ModelFlags& f) {
+  const ModelOptions options = model_options(f);
+  std::cerr << "loading " << describe_source(f) << " ...\n";
+  return f.model_dir.empty() ? Model::from_preset(f.preset, f.weights_seed, options)
+                             : Model::from_pretrained(f.model_dir, options);
+}
+
+}  // namespace servelab::cli
