@@ -17,7 +17,7 @@
  *   token, attention's QKᵀ and PV, one LM-head row) and decode steps after a
  *   1,024-token context (GB/s: the weights a step must read, perf/work.h's
  *   decode_weight_bytes, plus the f32 K and V it attends over), greedy with
- *   CUDA graphs, greedy without, and returning logits. Targets (issue 18):
+ *   CUDA graphs, greedy without, and returning logits. Targets (the first GPU run's, scripts/gpu-check.sh):
  *   decode batch 1 ≥ 70% of the copy roof, prefill ≥ 60% of the cuBLAS peak.
  * Figures are medians of timed runs after a warm-up; each ends synchronised.
  *

@@ -2,7 +2,7 @@
  * @file contiguous_allocator.h
  * @brief KV memory as one line of token positions handed out in contiguous
  *        runs, first fit: how serving engines placed KV before paging, and
- *        why it fragments (seed 000 §4-1).
+ *        why it fragments (the KV cache article, §4-1; docs/sources.md).
  * @verbatim
  *  capacity 6,200:  [A 100][B 1,000][C 5,000][free 100]
  *  B finishes:      [A 100][free 1,000][C 5,000][free 100]   1,100 tokens free

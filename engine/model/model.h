@@ -97,8 +97,6 @@ class Model {
   /// FLOPs and bytes of every op of every forward() call while counting is enabled (off by default).
   WorkCounter& work_counter() { return counter_; }
 
-  /// Toggles batch-invariant reductions for later forward() calls.
-  void set_deterministic(bool on) { options_.deterministic = on; ctx_.deterministic = on; }
   /// Chooses the attention kernels of later forward() calls (CPU backend; lab 05).
   void set_attention(AttentionKind kind) { options_.attention = kind; }
   /**

@@ -76,7 +76,7 @@ struct SeqShape {
  * and act_written = M·N in @p activations; the KV fields stay 0. A zero
  * dimension gives zero FLOPs.
  *
- * With M = 512, N = K = 4096 and everything in fp16 this is seed 001's
+ * With M = 512, N = K = 4096 and everything in fp16 this is the prefill/decode article's
  * prefill row: intensity M·K / (K + 2M) ≈ 410 FLOP/byte.
  */
 Work gemm_work(std::int64_t M, std::int64_t N, std::int64_t K, DType weights, DType activations);
