@@ -31,20 +31,46 @@ void add_common_options(CLI::App& app, LabOptions& o, const std::string& default
   app.add_option("--attention", o.attention, "attention kernels: naive, blocked or flash (lab 05)")->capture_default_str();
 }
 
-std::unique_ptr<Model> load_model(const LabOptions& o, bool deterministic) {
+ModelOptions model_options(const LabOptions& o, bool deterministic) {
   check(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be in [0, ", kMaxThreads,
         "] (0 = all cores), got ", o.threads);
   check(o.repeats >= 1, "--repeats must be >= 1, got ", o.repeats);
   check(o.warmup >= 0, "--warmup must be >= 0, got ", o.warmup);
-  ModelOptions engine;
-  engine.backend = parse_backend(o.backend, "--backend");
-  engine.num_threads = o.threads;
-  engine.deterministic = deterministic;
-  engine.attention = parse_attention_kind(o.attention, "--attention");
-  apply_dtype_flag(o.dtype, "--dtype", engine);
+  ModelOptions m;
+  m.backend = parse_backend(o.backend, "--backend");
+  m.num_threads = o.threads;
+  m.deterministic = deterministic;
+  m.attention = parse_attention_kind(o.attention, "--attention");
+  apply_dtype_flag(o.dtype, "--dtype", m);
+  return m;
+}
+
+std::unique_ptr<Model> load_model(const LabOptions& o, const ModelOptions& m) {
   std::cerr << "loading " << (o.model_dir.empty() ? "preset " + o.preset + " (synthetic weights)" : o.model_dir)
             << " ...\n";
-  return o.model_dir.empty() ? Model::from_preset(o.preset, o.seed, engine) : Model::from_pretrained(o.model_dir, engine);
+  return o.model_dir.empty() ? Model::from_preset(o.preset, o.seed, m) : Model::from_pretrained(o.model_dir, m);
+}
+
+std::unique_ptr<Model> load_model(const LabOptions& o, bool deterministic) {
+  return load_model(o, model_options(o, deterministic));
+}
+
+void use_config(Model& model, const LabConfig& config) {
+  const ModelOptions& loaded = model.options();
+  const ModelOptions& want = config.model;
+  const auto same = [](bool equal, const char* option) {
+    check(equal, "lab configuration: the model was loaded with another ", option, " than the run's configuration");
+  };
+  same(loaded.backend == want.backend, "backend");
+  same(loaded.num_threads == want.num_threads, "thread count");
+  same(loaded.weight_dtype == want.weight_dtype, "weight dtype");
+  same(loaded.deterministic == want.deterministic, "reduction mode (deterministic)");
+  same(loaded.bf16_activations == want.bf16_activations, "activation dtype");
+  model.set_attention(want.attention);
+}
+
+void record_configuration(Report& report, const std::string& run, int lab, const LabConfig& base, const LabConfig& ran) {
+  report.record("configurations", {{"run", run}, {"lab", lab}, {"base", to_json(base)}, {"ran", to_json(ran)}});
 }
 
 LabPrompt article_prompt(const LabOptions& o, const ModelConfig& config, int stand_in_len) {
