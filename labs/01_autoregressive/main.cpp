@@ -38,10 +38,15 @@ int main(int argc, char** argv) {
       quick_timing(app, o);
     }
     check(max_new_tokens >= 2, "--max-new-tokens must be >= 2 (TPOT needs a second token), got ", max_new_tokens);
-    auto model = load_model(o, /*deterministic=*/true);
+    LabConfig base;
+    base.model = model_options(o, /*deterministic=*/true);
+    auto model = load_model(o, base.model);
     const LabPrompt lab_prompt = article_prompt(o, model->config(), prompt_len);
     const auto& prompt = lab_prompt.ids;
     prompt_len = static_cast<int>(prompt.size());
+    // The ladder's first rung, and lab 02's as the reference the tokens must equal.
+    base.engine.max_model_len = prompt_len + max_new_tokens;  // the one contiguous region a request fills
+    const LabConfig recompute = configure(Techniques::for_lab(1), base), cached = configure(Techniques::for_lab(2), base);
     // Checked before anything is printed: a refused run leaves stdout empty.
     check(prompt_len + max_new_tokens <= model->config().max_position_embeddings, "--prompt-len ", prompt_len,
           " + --max-new-tokens ", max_new_tokens, " exceeds max_position_embeddings (",
@@ -55,7 +60,9 @@ int main(int argc, char** argv) {
 
     GenerateOptions gen;
     gen.max_new_tokens = max_new_tokens;
-    gen.use_kv_cache = Techniques::for_lab(1).kv_cache;
+    gen.use_kv_cache = recompute.engine.enable_kv_cache;
+    use_config(*model, recompute);
+    record_configuration(report, "recompute", 1, base, recompute);
     std::vector<GenerateResult> runs;
     {
       Progress bar("generating", static_cast<long>(o.warmup + o.repeats) * max_new_tokens);
@@ -67,7 +74,9 @@ int main(int argc, char** argv) {
     for (const auto& r : runs)
       check(r.output_ids == runs[0].output_ids, "lab 01: two runs of the same greedy request gave different tokens");
     GenerateOptions reference = gen;
-    reference.use_kv_cache = true;
+    reference.use_kv_cache = cached.engine.enable_kv_cache;
+    use_config(*model, cached);
+    record_configuration(report, "reference", 2, base, cached);
     const auto ref = generate(*model, prompt, reference);
     const auto& out = runs[0].output_ids;
     if (ref.output_ids != out) {
@@ -76,9 +85,9 @@ int main(int argc, char** argv) {
            " vs ", ref.output_ids[at]);
     }
 
-    Table steps{"steps", "Per-step cost without a KV cache",
-                {"step", "phase", "context [tok]", "processed [tok]", "time [ms]", "min [ms]", "max [ms]"},
-                {0, 0, 0, 0, 2, 2, 2}, {}, ""};
+    Table steps{.name = "steps", .title = "Per-step cost without a KV cache",
+                .columns = {{"step"}, {"phase"}, {"context [tok]"}, {"processed [tok]"}, {"time [ms]", 2},
+                            {"min [ms]", 2}, {"max [ms]", 2}}};
     std::vector<double> ttft, tpot, e2e, itl;  // ms; itl: every gap of every run
     for (const auto& r : runs) {
       const RequestMetrics m = r.metrics();
@@ -105,8 +114,9 @@ int main(int argc, char** argv) {
     report.add_table(shown);
     report.add_table(steps, /*print=*/false);
 
-    Table latency{"latency", "Request latency (vLLM definitions)", {"metric", "median [ms]", "p99 [ms]", "min [ms]", "max [ms]"},
-                  {0, 2, 2, 2, 2}, {}, "TPOT = (E2E - TTFT) / (output tokens - 1); ITL = gap between consecutive tokens."};
+    Table latency{.name = "latency", .title = "Request latency (vLLM definitions)",
+                  .columns = {{"metric"}, {"median [ms]", 2}, {"p99 [ms]", 2}, {"min [ms]", 2}, {"max [ms]", 2}},
+                  .note = "TPOT = (E2E - TTFT) / (output tokens - 1); ITL = gap between consecutive tokens."};
     for (auto [name, v] : {std::pair{"TTFT", &ttft}, {"TPOT", &tpot}, {"ITL", &itl}, {"E2E", &e2e}}) {
       const Summary s = summarize(*v);
       latency.add_row({std::string(name), s.median, s.p99, s.min, s.max});
@@ -117,9 +127,9 @@ int main(int argc, char** argv) {
       report.setting("generated text", lab_prompt.tokenizer->decode(out, true));
     }
 
-    report.add_plot({"step_time", "steps", "step", {"time [ms]"}, "Lab 01: step time without a KV cache",
-                     "generation step", "time [ms]", false, "line", "", "", ""});
-    const double first = std::get<double>(steps.rows.front()[4]), last = std::get<double>(steps.rows.back()[4]);
+    report.add_plot({.name = "step_time", .table = "steps", .x = "step", .y = {"time [ms]"},
+                     .title = "Lab 01: step time without a KV cache", .xlabel = "generation step", .ylabel = "time [ms]"});
+    const double first = steps.number(0, "time [ms]"), last = steps.number(-1, "time [ms]");
     std::ostringstream v;
     v << std::fixed << std::setprecision(1) << "without a cache the step time grows " << last / first << "x, from "
       << first << " ms (" << prompt_len << " tokens) to " << last << " ms (" << prompt_len + max_new_tokens - 1

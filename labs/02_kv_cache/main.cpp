@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.h"
 #include "kv/kv_cache.h"
@@ -72,7 +73,9 @@ int main(int argc, char** argv) {
     }
     for (int n : token_counts) check(n >= 2, "--tokens: every count must be >= 2, got ", n);
     std::sort(token_counts.begin(), token_counts.end());
-    auto model = load_model(o, /*deterministic=*/!fast_reductions);
+    LabConfig base;
+    base.model = model_options(o, /*deterministic=*/!fast_reductions);
+    auto model = load_model(o, base.model);
     const ModelConfig& c = model->config();
     const LabPrompt lab_prompt = article_prompt(o, c, prompt_len);
     const auto& prompt = lab_prompt.ids;
@@ -80,6 +83,9 @@ int main(int argc, char** argv) {
     check(prompt_len + token_counts.back() <= c.max_position_embeddings, "--tokens ", token_counts.back(),
           " + --prompt-len ", prompt_len, " exceeds max_position_embeddings (", c.max_position_embeddings, ") of ",
           c.name);
+    base.engine.max_model_len = prompt_len + token_counts.back();  // the one contiguous region a request fills
+    // Lab 01's configuration and lab 02's: the same base, the KV cache switched on.
+    const LabConfig no_cache = configure(Techniques::for_lab(1), base), kv_cache = configure(Techniques::for_lab(2), base);
 
     Report report("02_kv_cache", o.out);
     describe_run(report, *model, o);
@@ -88,11 +94,11 @@ int main(int argc, char** argv) {
     report.print_settings("Lab 02 — KV cache: use_cache off vs on");
 
     // 1. The article's experiment: time to generate N tokens, cache off vs on.
-    Table speed{"kv_cache_speedup", "Generation time, use_cache off vs on (the article's table)",
-                {"generated tokens", "no cache [s]", "KV cache [s]", "speedup", "no cache [tok/s]", "KV cache [tok/s]",
-                 "no cache min/max [s]", "KV cache min/max [s]", "same tokens", "article: no cache [s]",
-                 "article: KV cache [s]", "article: speedup"},
-                {0, 3, 3, 2, 1, 1, 0, 0, 0, 2, 2, 2}, {}, ""};
+    Table speed{.name = "kv_cache_speedup", .title = "Generation time, use_cache off vs on (the article's table)",
+                .columns = {{"generated tokens"}, {"no cache [s]", 3}, {"KV cache [s]", 3}, {"speedup", 2},
+                            {"no cache [tok/s]", 1}, {"KV cache [tok/s]", 1}, {"no cache min/max [s]"},
+                            {"KV cache min/max [s]"}, {"same tokens"}, {"article: no cache [s]", 2},
+                            {"article: KV cache [s]", 2}, {"article: speedup", 2}}};
     // The KV cache article's own table (qwen2.5-1.5b on a GPU, fp16), printed beside ours row by row.
     const std::map<int, std::pair<double, double>> article = {
         {20, {1.938, 1.433}}, {50, {2.202, 2.228}}, {100, {4.528, 4.110}}, {200, {9.226, 8.249}}, {400, {24.924, 16.141}}};
@@ -101,14 +107,18 @@ int main(int argc, char** argv) {
     for (int n : token_counts) total_steps += 2L * n * (o.repeats + o.warmup);
     std::optional<Progress> bar(std::in_place, "generating", total_steps);  // cleared before the tables print
     std::string hash;
+    for (const auto& [run, lab, config] : {std::tuple{"no cache", 1, no_cache}, {"KV cache", 2, kv_cache}})
+      record_configuration(report, run, lab, base, config);
     for (int n : token_counts) {
       std::vector<GenerateResult> off, on;
       for (int i = 0; i < o.warmup + o.repeats; ++i) {
         // Alternate the two paths so a slow phase of the machine hits both.
         for (bool cache : {false, true}) {
+          const LabConfig& config = cache ? kv_cache : no_cache;
+          use_config(*model, config);
           GenerateOptions gen;
           gen.max_new_tokens = n;
-          gen.use_kv_cache = Techniques::for_lab(cache ? 2 : 1).kv_cache;
+          gen.use_kv_cache = config.engine.enable_kv_cache;
           GenerateResult r = generate(*model, prompt, gen, [&](std::int32_t) { bar->advance(); });
           if (i >= o.warmup) (cache ? on : off).push_back(std::move(r));
         }
@@ -157,10 +167,9 @@ int main(int argc, char** argv) {
     // 2. The work the cache removes, step by step, for the longest run.
     const int n = token_counts.back();
     const auto steps_off = median_steps(longest_off), steps_on = median_steps(longest_on);
-    Table work{"work_per_step", "Work per step for " + std::to_string(n) + " new tokens (GFLOP, all layers)",
-               {"step", "context L", "KV proj, no cache", "KV proj, cache", "attention, no cache", "attention, cache",
-                "no cache [ms]", "cache [ms]"},
-               {0, 0, 4, 4, 4, 4, 2, 2}, {}, ""};
+    Table work{.name = "work_per_step", .title = "Work per step for " + std::to_string(n) + " new tokens (GFLOP, all layers)",
+               .columns = {{"step"}, {"context L"}, {"KV proj, no cache", 4}, {"KV proj, cache", 4},
+                           {"attention, no cache", 4}, {"attention, cache", 4}, {"no cache [ms]", 2}, {"cache [ms]", 2}}};
     double totals[6] = {0, 0, 0, 0, 0, 0};
     std::vector<int> shown = {1, 2, n / 4, n / 2, 3 * n / 4, n};
     for (int s = 1; s <= n; ++s) {
@@ -170,8 +179,7 @@ int main(int argc, char** argv) {
                              attention_flops(c, 0, context) / 1e9, attention_flops(c, computed, context - computed) / 1e9,
                              steps_off[s - 1] * 1e3, steps_on[s - 1] * 1e3};
       for (int k = 0; k < 6; ++k) totals[k] += row[k];
-      if (std::find(shown.begin(), shown.end(), s) != shown.end() && (work.rows.empty() ||
-                                                                        std::get<long long>(work.rows.back()[0]) != s))
+      if (std::find(shown.begin(), shown.end(), s) != shown.end() && (work.rows.empty() || work.number(-1, "step") != s))
         work.add_row({static_cast<long long>(s), static_cast<long long>(context), row[0], row[1], row[2], row[3], row[4],
                       row[5]});
     }
@@ -181,10 +189,9 @@ int main(int argc, char** argv) {
     report.add_table(work);
 
     // 3. KV memory: the formula for the published models and their MHA/GQA/MQA variants.
-    Table memory{"kv_memory", "KV cache size: 2 × layers × kv_heads × head_dim × L × B × bytes",
-                 {"model", "attention", "kv heads", "per token (bf16)", "L=2048 B=1 bf16", "L=8192 B=16 bf16",
-                  "L=2048 B=1 f32"},
-                 {0, 0, 0, 0, 0, 0, 0}, {}, ""};
+    Table memory{.name = "kv_memory", .title = "KV cache size: 2 × layers × kv_heads × head_dim × L × B × bytes",
+                 .columns = {{"model"}, {"attention"}, {"kv heads"}, {"per token (bf16)"}, {"L=2048 B=1 bf16"},
+                             {"L=8192 B=16 bf16"}, {"L=2048 B=1 f32"}}};
     for (const char* name : {"qwen2.5-0.5b", "qwen2.5-1.5b", "llama-3-8b", "llama-3-70b"})
       for (const char* kind : {"MHA", "GQA", "MQA"}) {
         const ModelConfig v = variant(name, kind);
@@ -201,9 +208,8 @@ int main(int argc, char** argv) {
     report.add_table(memory);
 
     // 4. The formula against what the engine's cache really allocates (f32 cache, sizes this machine can hold).
-    Table measured{"kv_allocated", "Formula vs bytes the engine's contiguous KV cache allocated (f32)",
-                   {"model", "attention", "L", "B", "formula [bytes]", "allocated [bytes]", "equal"},
-                   {0, 0, 0, 0, 0, 0, 0}, {}, ""};
+    Table measured{.name = "kv_allocated", .title = "Formula vs bytes the engine's contiguous KV cache allocated (f32)",
+                   .columns = {{"model"}, {"attention"}, {"L"}, {"B"}, {"formula [bytes]"}, {"allocated [bytes]"}, {"equal"}}};
     int cases = 0;
     for (const char* name : {"tiny", "small", "qwen2.5-0.5b"})
       for (const char* kind : {"MHA", "GQA", "MQA"})
@@ -220,19 +226,21 @@ int main(int argc, char** argv) {
         }
     report.add_table(measured);
 
-    report.add_plot({"generation_time", "kv_cache_speedup", "generated tokens", {"no cache [s]", "KV cache [s]"},
-                     "Lab 02: time to generate N tokens", "generated tokens", "seconds", false, "line", "", "", ""});
-    Table per_step{"step_times", "Per-step time for " + std::to_string(n) + " new tokens", {"step", "no cache [ms]", "cache [ms]"},
-                   {0, 3, 3}, {}, ""};
+    report.add_plot({.name = "generation_time", .table = "kv_cache_speedup", .x = "generated tokens",
+                     .y = {"no cache [s]", "KV cache [s]"}, .title = "Lab 02: time to generate N tokens",
+                     .xlabel = "generated tokens", .ylabel = "seconds"});
+    Table per_step{.name = "step_times", .title = "Per-step time for " + std::to_string(n) + " new tokens",
+                   .columns = {{"step"}, {"no cache [ms]", 3}, {"cache [ms]", 3}}};
     for (int s = 1; s <= n; ++s)
       per_step.add_row({static_cast<long long>(s), steps_off[s - 1] * 1e3, steps_on[s - 1] * 1e3});
     report.add_table(per_step, /*print=*/false);
-    report.add_plot({"step_time", "step_times", "step", {"no cache [ms]", "cache [ms]"},
-                     "Lab 02: step time, recompute vs KV cache", "generation step", "time [ms]", true, "line", "", "", ""});
+    report.add_plot({.name = "step_time", .table = "step_times", .x = "step", .y = {"no cache [ms]", "cache [ms]"},
+                     .title = "Lab 02: step time, recompute vs KV cache", .xlabel = "generation step",
+                     .ylabel = "time [ms]", .logy = true});
 
     std::ostringstream v;
     v << std::fixed << std::setprecision(1) << "the KV cache gives the same tokens and is "
-      << std::get<double>(speed.rows.back()[3]) << "x faster for " << n << " new tokens; the memory formula equals "
+      << speed.number(-1, "speedup") << "x faster for " << n << " new tokens; the memory formula equals "
       << "the allocated bytes in all " << cases << " cases.";
     report.verdict(v.str());
     report.save();

@@ -47,8 +47,8 @@ void add_work_row(Table& t, const std::string& step, const Work& w, double ridge
 }
 
 Table work_table(const std::string& name, const std::string& title) {
-  return Table{name, title, {"step", "GFLOP", "GB moved", "intensity [FLOP/B]", "ridge (A100)", "bound"},
-               {0, 2, 3, 1, 0, 0}, {}, ""};
+  return Table{.name = name, .title = title,
+               .columns = {{"step"}, {"GFLOP", 2}, {"GB moved", 3}, {"intensity [FLOP/B]", 1}, {"ridge (A100)"}, {"bound"}}};
 }
 
 }  // namespace
@@ -107,7 +107,12 @@ int main(int argc, char** argv) {
     }
 
     // 3. This machine's roofs, measured now, beside the datasheets.
-    auto model = load_model(o, /*deterministic=*/false);
+    // Lab 02's configuration: what this lab adds is measurement, not a technique.
+    LabConfig base;
+    base.model = model_options(o, /*deterministic=*/false);
+    base.engine.max_model_len = context + 1 + *std::max_element(prefill_lens.begin(), prefill_lens.end());
+    const LabConfig config = configure(Techniques::for_lab(3), base);
+    auto model = load_model(o, config.model);
     const ModelConfig& c = model->config();
     const int threads = model->num_threads();
     ThreadPool one(1), all(threads);
@@ -131,9 +136,9 @@ int main(int argc, char** argv) {
     const double fma1 = best(0), fmaN = best(1), read1 = best(2), readN = best(3), triad1 = best(4), triadN = best(5);
     // The roofs' own repeats say whether the machine was quiet enough for the cost model's errors to mean anything.
     const std::string busy = busy_machine_warning(repeats);
-    Table roofs{"roofs", "Roofs: datasheets and this machine (measured now)",
-                {"hardware", "peak GFLOP/s", "fp32 GFLOP/s", "bandwidth GB/s", "memory GB", "ridge [FLOP/B]", "source"},
-                {0, 0, 0, 0, 0, 1, 0}, {}, ""};
+    Table roofs{.name = "roofs", .title = "Roofs: datasheets and this machine (measured now)",
+                .columns = {{"hardware"}, {"peak GFLOP/s"}, {"fp32 GFLOP/s"}, {"bandwidth GB/s"}, {"memory GB"},
+                            {"ridge [FLOP/B]", 1}, {"source"}}};
     for (const Hardware& h : gpu_catalog())
       roofs.add_row({h.name, h.matrix_tflops * 1e3, h.fp32_tflops * 1e3, h.bandwidth_gbs, h.memory_gb, h.ridge(), h.source});
     const auto machine = Report::machine_metadata();
@@ -156,6 +161,7 @@ int main(int argc, char** argv) {
                  "Bandwidth: GB = 10^9 bytes.";
 
     describe_run(report, *model, o);
+    record_configuration(report, "measured steps", 3, base, config);
     report.setting("technique", "lab 02's configuration (KV cache on) with the engine's FLOP/byte counters on");
     report.setting("roofs", "f32 FMA " + fixed(fmaN, 0) + " GFLOP/s, read " + fixed(readN, 1) + " GB/s on " +
                                 std::to_string(threads) + " threads; ridge " + fixed(fmaN / readN, 1) + " FLOP/byte");
@@ -177,10 +183,11 @@ int main(int argc, char** argv) {
     report.add_table(roofs);
 
     // 4. Real steps on this machine: counted work, measured time.
-    Table points{"measured_points", "Measured steps on this machine (" + c.name + ", " + o.dtype + " weights)",
-                 {"point", "tokens", "GFLOP", "GB moved", "intensity [FLOP/B]", "time [ms]", "achieved GFLOP/s",
-                  "achieved GB/s", "bound here", "counted = formula"},
-                 {0, 0, 3, 3, 2, 2, 1, 1, 0, 0}, {}, ""};
+    Table points{.name = "measured_points",
+                 .title = "Measured steps on this machine (" + c.name + ", " + o.dtype + " weights)",
+                 .columns = {{"point"}, {"tokens"}, {"GFLOP", 3}, {"GB moved", 3}, {"intensity [FLOP/B]", 2},
+                             {"time [ms]", 2}, {"achieved GFLOP/s", 1}, {"achieved GB/s", 1}, {"bound here"},
+                             {"counted = formula"}}};
     const StepDtypes engine_dtypes{model->options().weight_dtype, DType::F32, DType::F32};
     std::vector<std::pair<Work, double>> calibration;
     std::vector<std::string> names;
@@ -235,10 +242,11 @@ int main(int argc, char** argv) {
 
     // 5. The cost model, calibrated here, predicted vs measured.
     const CostModel here = CostModel::calibrate("this CPU (calibrated)", fmaN * 1e9, readN * 1e9, calibration);
-    Table fit{"cost_model", "Cost model: max(FLOPs / (" + fixed(fmaN, 0) + " GFLOP/s × " +
-                                fixed(here.compute_efficiency, 2) + "), bytes / (" + fixed(readN, 1) + " GB/s × " +
-                                fixed(here.memory_efficiency, 2) + ")) + " + fixed(here.overhead_s * 1e3, 2) + " ms",
-              {"point", "measured [ms]", "predicted [ms]", "error"}, {0, 2, 2, 0}, {}, ""};
+    Table fit{.name = "cost_model",
+              .title = "Cost model: max(FLOPs / (" + fixed(fmaN, 0) + " GFLOP/s × " + fixed(here.compute_efficiency, 2) +
+                       "), bytes / (" + fixed(readN, 1) + " GB/s × " + fixed(here.memory_efficiency, 2) + ")) + " +
+                       fixed(here.overhead_s * 1e3, 2) + " ms",
+              .columns = {{"point"}, {"measured [ms]", 2}, {"predicted [ms]", 2}, {"error"}}};
     for (std::size_t i = 0; i < calibration.size(); ++i) {
       const double predicted = here.predict(calibration[i].first), measured = calibration[i].second;
       fit.add_row({names[i], measured * 1e3, predicted * 1e3,
@@ -253,9 +261,9 @@ int main(int argc, char** argv) {
     report.add_table(fit);
 
     // 6. GPU step times from the same model with datasheet roofs: simulated.
-    Table sim{"gpu_simulated", "Simulated step times, " + c.name + " in bf16 (roofline only, no overhead)",
-              {"hardware", "prefill 512 [ms]", "decode B=1 [ms]", "decode B=32 [ms]", "decode B=1 tok/s"},
-              {0, 3, 3, 3, 0}, {}, ""};
+    Table sim{.name = "gpu_simulated", .title = "Simulated step times, " + c.name + " in bf16 (roofline only, no overhead)",
+              .columns = {{"hardware"}, {"prefill 512 [ms]", 3}, {"decode B=1 [ms]", 3}, {"decode B=32 [ms]", 3},
+                          {"decode B=1 tok/s"}}};
     for (const char* name : {"A100 80GB SXM", "H100 SXM", "H200 SXM", "T4"}) {
       const CostModel m = CostModel::for_hardware(gpu(name), 0.0);
       const double d1 = m.predict(step_work(c, kGpuDtypes, {{context, 1}}, 1));
@@ -271,10 +279,10 @@ int main(int argc, char** argv) {
     const ModelConfig qwen15 = preset("qwen2.5-1.5b");
     const int kPrompt = 29;  // the article's prompt in Qwen2.5's tokenizer (lab 02)
     const double article_on = 16.141, article_off = 24.924;  // the KV cache article: 400 tokens with and without the cache, s
-    Table puzzle{"kv_cache_puzzle",
-                 "The KV cache article's experiment predicted: qwen2.5-1.5b, 29-token prompt, 400 new tokens, fp16",
-                 {"machine", "per-step overhead [ms]", "no cache [s]", "KV cache [s]", "speedup", "kind"},
-                 {0, 1, 2, 2, 2, 0}, {}, ""};
+    Table puzzle{.name = "kv_cache_puzzle",
+                 .title = "The KV cache article's experiment predicted: qwen2.5-1.5b, 29-token prompt, 400 new tokens, fp16",
+                 .columns = {{"machine"}, {"per-step overhead [ms]", 1}, {"no cache [s]", 2}, {"KV cache [s]", 2},
+                             {"speedup", 2}, {"kind"}}};
     auto puzzle_row = [&](const CostModel& m, const StepDtypes& d, const std::string& kind) {
       const double off = predict_generation(m, qwen15, d, kPrompt, 400, false),
                    on = predict_generation(m, qwen15, d, kPrompt, 400, true);
@@ -303,12 +311,13 @@ int main(int argc, char** argv) {
                   "overhead cannot see. On a CPU the recomputation is the whole cost.";
     report.add_table(puzzle);
 
-    report.add_plot({"roofline", "measured_points", "intensity [FLOP/B]", {"achieved GFLOP/s"},
-                     "Lab 03: measured steps under the roofs", "arithmetic intensity [FLOP/byte]",
-                     "GFLOP/s", true, "roofline", "roofs", "seed_table", a100.name});
-    const auto intensity_of = [&](std::size_t row) { return std::get<double>(points.rows[row][4]); };
-    const double prefill_i = intensity_of(0), decode_1 = intensity_of(prefill_lens.size()),
-                 decode_n = intensity_of(points.rows.size() - 1);
+    report.add_plot({.name = "roofline", .table = "measured_points", .x = "intensity [FLOP/B]", .y = {"achieved GFLOP/s"},
+                     .title = "Lab 03: measured steps under the roofs", .xlabel = "arithmetic intensity [FLOP/byte]",
+                     .ylabel = "GFLOP/s", .logy = true, .kind = "roofline", .roofs = "roofs", .reference = "seed_table",
+                     .reference_roof = a100.name});
+    const auto intensity_of = [&](long row) { return points.number(row, "intensity [FLOP/B]"); };
+    const double prefill_i = intensity_of(0), decode_1 = intensity_of(static_cast<long>(prefill_lens.size())),
+                 decode_n = intensity_of(-1);
     report.verdict("prefill runs at " + fixed(prefill_i, 0) + " FLOP/byte and up (" +
                    bound_name(bound_of(prefill_i, ridge_here)) + "-bound; this machine's ridge is " +
                    fixed(ridge_here, 1) + "), decode at batch " + std::to_string(decode_batches.front()) + " at " +

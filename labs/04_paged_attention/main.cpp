@@ -34,10 +34,10 @@ namespace {
 // The KV cache article §4-1's requests A, B and C, then D arriving after B finished: contiguous first fit vs blocks.
 Table seed_example(int block_size) {
   const long capacity = 6200, a = 100, b = 1000, c = 5000, d = 1050;
-  Table t{"seed_example",
-          "The KV cache article's example: A = 100, B = 1,000, C = 5,000 tokens in room for 6,200; B finishes; D needs 1,050",
-          {"layout", "free after B [tokens]", "largest free run [tokens]", "D needs [tokens]", "D fits"},
-          {0, 0, 0, 0, 0}, {}, ""};
+  Table t{.name = "seed_example",
+          .title = "The KV cache article's example: A = 100, B = 1,000, C = 5,000 tokens in room for 6,200; B finishes; "
+                   "D needs 1,050",
+          .columns = {{"layout"}, {"free after B [tokens]"}, {"largest free run [tokens]"}, {"D needs [tokens]"}, {"D fits"}}};
   ContiguousAllocator line(capacity);
   line.allocate(a);
   const long b_at = *line.allocate(b);
@@ -59,22 +59,22 @@ Table seed_example(int block_size) {
 
 // One policy's serving run over the workload on the real model.
 struct ServingRun {
-  SchedulingPolicy policy;
-  ServingMetrics metrics;
-  std::vector<std::vector<std::int32_t>> tokens;  // [request] output ids
-  std::vector<StepStats> steps;
+  SchedulingPolicy policy = SchedulingPolicy::CONTINUOUS;
+  ServingMetrics metrics{};
+  std::vector<std::vector<std::int32_t>> tokens{};  // [request] output ids
+  std::vector<StepStats> steps{};
   int preemptions = 0;
   double wall = 0, busy = 0, schedule = 0;
 };
 
-ServingRun serve(Model& model, const EngineConfig& base, SchedulingPolicy policy,
-                 const std::vector<WorkloadRequest>& workload, Progress& bar) {
-  EngineConfig config = base;
-  config.scheduler.policy = policy;
+ServingRun serve(Model& model, const LabConfig& lab_config, const std::vector<WorkloadRequest>& workload, Progress& bar) {
+  const SchedulingPolicy policy = lab_config.engine.scheduler.policy;
+  EngineConfig config = lab_config.engine;
   std::vector<std::string> log;
   config.log = [&](const std::string& line) { log.push_back(line); };
+  use_config(model, lab_config);
   Engine engine(model, config);
-  ServingRun run{policy, {}, {}, {}, 0, 0, 0, 0};
+  ServingRun run{.policy = policy};
   // Requests join when their arrival time has come (engine clock); the timeline is kept step by step.
   replay(engine, workload, {.on_step = [&](Engine&, const StepStats& s, std::span<const RequestOutput> outputs) {
     bar.advance(static_cast<long>(outputs.size()));
@@ -143,7 +143,9 @@ int main(int argc, char** argv) {
     spec.seed = o.seed;
     spec.file = workload_file;
 
-    auto model = load_model(o, /*deterministic=*/!fast_reductions);
+    LabConfig base;
+    base.model = model_options(o, /*deterministic=*/!fast_reductions);
+    auto model = load_model(o, base.model);
     const ModelConfig& c = model->config();
     std::vector<WorkloadRequest> workload = make_workload(spec, c.vocab_size);
     const int clamped = clamp_to_context(workload, c.max_position_embeddings);
@@ -154,9 +156,11 @@ int main(int argc, char** argv) {
       total_output += r.max_tokens;
       longest = std::max(longest, n);
     }
-    EngineConfig engine_config;
-    engine_config.scheduler = {SchedulingPolicy::CONTINUOUS, max_num_seqs, max_num_batched_tokens};
+    EngineConfig& engine_config = base.engine;  // what the flags set; configure() adds the techniques
+    engine_config.scheduler.max_num_seqs = max_num_seqs;
+    engine_config.scheduler.max_num_batched_tokens = max_num_batched_tokens;
     engine_config.block_size = block_size;
+    engine_config.max_model_len = static_cast<int>(longest);  // what a contiguous layout reserves per request
     engine_config.gpu_memory_utilization = gpu_memory_utilization;
     const std::size_t token_bytes = kv_cache_bytes_for(c, 1, 1);
     engine_config.kv_cache_memory =
@@ -165,7 +169,7 @@ int main(int argc, char** argv) {
                                                 static_cast<std::size_t>(max_num_seqs) * total_tokens /
                                                     workload.size()) * token_bytes;
     {  // Checked before anything is printed: a refused run leaves stdout empty.
-      Engine probe(*model, engine_config);
+      Engine probe(*model, configure(Techniques::for_lab(4), base).engine);
       for (const auto& r : workload) probe.add_request(r.prompt_ids, SamplingParams{}, r.max_tokens);
       engine_config.kv_cache_memory = probe.config().kv_cache_memory;  // as sized from the GPU's memory, if so
       engine_config.gpu_memory_utilization = 0;
@@ -185,14 +189,15 @@ int main(int argc, char** argv) {
                                  std::to_string(engine_config.kv_cache_memory / token_bytes) + " tokens)");
     report.print_settings("Lab 04 — paged KV blocks and continuous batching");
 
-    // 1. Space: the seed's example, then a workload through each KV layout (the scheduler without a model).
+    // 1. Space: the KV cache article's example, then a workload through each KV layout (the scheduler without a model).
     report.add_table(seed_example(block_size));
-    Table memory{"kv_memory", "Where the KV memory goes: " + std::to_string(memory_requests) +
-                                  " ShareGPT-like requests, all at once, room for " + std::to_string(memory_seqs) +
-                                  " requests of " + std::to_string(memory_max_model_len) + " tokens (dry run)",
-                 {"layout", "block [tokens]", "real of held [%]", "real [%]", "reserved, unused [%]",
-                  "last-block slack [%]", "free [%]", "mean running", "most running", "preemptions", "steps"},
-                 {0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0}, {}, ""};
+    Table memory{.name = "kv_memory",
+                 .title = "Where the KV memory goes: " + std::to_string(memory_requests) +
+                          " ShareGPT-like requests, all at once, room for " + std::to_string(memory_seqs) +
+                          " requests of " + std::to_string(memory_max_model_len) + " tokens (dry run)",
+                 .columns = {{"layout"}, {"block [tokens]"}, {"real of held [%]", 1}, {"real [%]", 1},
+                             {"reserved, unused [%]", 1}, {"last-block slack [%]", 1}, {"free [%]", 1},
+                             {"mean running", 1}, {"most running"}, {"preemptions"}, {"steps"}}};
     WorkloadSpec sharegpt;
     sharegpt.num_requests = memory_requests;
     sharegpt.prompt_len = sharegpt_prompt_lengths();
@@ -203,8 +208,8 @@ int main(int argc, char** argv) {
       shapes.push_back({static_cast<int>(r.prompt_ids.size()),
                         std::min(r.max_tokens, memory_max_model_len - static_cast<int>(r.prompt_ids.size()))});
     const long budget_tokens = static_cast<long>(memory_seqs) * memory_max_model_len;
-    Table memory_timeline{"kv_memory_timeline", "Real KV share of the budget through the dry run",
-                          {"progress [%]"}, {0}, {}, ""};
+    Table memory_timeline{.name = "kv_memory_timeline", .title = "Real KV share of the budget through the dry run",
+                          .columns = {{"progress [%]"}}};
     std::vector<std::vector<double>> timelines;
     const SchedulerConfig roomy{SchedulingPolicy::CONTINUOUS, 1 << 20, 1 << 20};  // memory is the only limit here
     for (int bs : {memory_max_model_len, 256, 16, 1}) {
@@ -229,8 +234,7 @@ int main(int argc, char** argv) {
                       static_cast<long long>(bs), 100 * held_share / n, 100 * real / n, 100 * reserved / n,
                       100 * slack / n, 100 * free / n, running / n, static_cast<long long>(dry.max_running),
                       static_cast<long long>(dry.num_preemptions), static_cast<long long>(dry.steps.size())});
-      memory_timeline.columns.push_back(contiguous ? "contiguous" : "paged " + std::to_string(bs));
-      memory_timeline.precision.push_back(1);
+      memory_timeline.columns.push_back({contiguous ? "contiguous" : "paged " + std::to_string(bs), 1});
       std::vector<double> line;
       for (int p = 0; p <= 100; ++p) {
         const KVMemoryUsage& u = dry.steps[static_cast<std::size_t>(p / 100.0 * (dry.steps.size() - 1))];
@@ -251,15 +255,21 @@ int main(int argc, char** argv) {
     report.add_table(memory_timeline, /*print=*/false);
 
     // 2. Time: one workload served by each policy on the real model.
-    Table serving{"serving", "Serving " + std::to_string(workload.size()) + " requests with each policy (" + c.name + ")",
-                  {"policy", "output tok/s", "vs one at a time", "TTFT p50 [ms]", "TTFT p99 [ms]", "TPOT p50 [ms]",
-                   "TPOT p99 [ms]", "preemptions", "busy [%]", "mean batch", "steps", "scheduler [% of step]",
-                   "tokens hash"},
-                  {0, 1, 2, 1, 1, 2, 2, 0, 1, 1, 0, 2, 0}, {}, ""};
+    Table serving{.name = "serving",
+                  .title = "Serving " + std::to_string(workload.size()) + " requests with each policy (" + c.name + ")",
+                  .columns = {{"policy"}, {"output tok/s", 1}, {"vs one at a time", 2}, {"TTFT p50 [ms]", 1},
+                              {"TTFT p99 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"TPOT p99 [ms]", 2}, {"preemptions"},
+                              {"busy [%]", 1}, {"mean batch", 1}, {"steps"}, {"scheduler [% of step]", 2}, {"tokens hash"}}};
+    // Lab 03's configuration (contiguous KV, one request at a time), static batching over paged blocks between,
+    // and lab 04's (paged KV, continuous batching): the same base, the same workload.
+    const LabConfig lab3 = configure(Techniques::for_lab(3), base), lab4 = configure(Techniques::for_lab(4), base);
+    LabConfig static_batching = lab4;
+    static_batching.engine.scheduler.policy = SchedulingPolicy::STATIC;
+    record_configuration(report, "one at a time", 3, base, lab3);
+    record_configuration(report, "continuous", 4, base, lab4);
     std::vector<ServingRun> runs;
     Progress bar("serving", 3 * total_output);
-    for (SchedulingPolicy p : {SchedulingPolicy::ONE_AT_A_TIME, SchedulingPolicy::STATIC, SchedulingPolicy::CONTINUOUS})
-      runs.push_back(serve(*model, engine_config, p, workload, bar));
+    for (const LabConfig& config : {lab3, static_batching, lab4}) runs.push_back(serve(*model, config, workload, bar));
     std::vector<std::string> mismatches;
     for (const ServingRun& r : runs) {
       std::vector<std::int32_t> all;
@@ -290,9 +300,9 @@ int main(int argc, char** argv) {
 
     // The continuous run, step by step, for the timeline plots.
     const ServingRun& cont = runs.back();
-    Table timeline{"timeline", "Continuous batching, step by step",
-                   {"step", "time [s]", "running requests", "waiting requests", "tokens in step", "KV blocks used"},
-                   {0, 3, 0, 0, 0, 0}, {}, ""};
+    Table timeline{.name = "timeline", .title = "Continuous batching, step by step",
+                   .columns = {{"step"}, {"time [s]", 3}, {"running requests"}, {"waiting requests"}, {"tokens in step"},
+                               {"KV blocks used"}}};
     for (std::size_t i = 0; i < cont.steps.size(); ++i) {
       const StepStats& s = cont.steps[i];
       timeline.add_row({static_cast<long long>(i), s.start, static_cast<long long>(s.num_scheduled_requests),
@@ -300,21 +310,22 @@ int main(int argc, char** argv) {
                         static_cast<long long>(s.num_used_blocks)});
     }
     report.add_table(timeline, /*print=*/false);
-    report.add_plot({"timeline", "timeline", "step", {"running requests", "waiting requests"},
-                     "Lab 04: continuous batching, requests per step", "step", "requests", false, "line", "", "", ""});
-    report.add_plot({"timeline_blocks", "timeline", "step", {"tokens in step", "KV blocks used"},
-                     "Lab 04: continuous batching, tokens and KV blocks per step", "step", "count", true, "line", "", "", ""});
-    std::vector<std::string> layouts(memory_timeline.columns.begin() + 1, memory_timeline.columns.end());
-    report.add_plot({"kv_memory", "kv_memory_timeline", "progress [%]", layouts,
-                     "Lab 04: share of the KV budget holding real tokens", "progress through the workload [%]",
-                     "real KV [% of budget]", false, "line", "", "", ""});
+    report.add_plot({.name = "timeline", .table = "timeline", .x = "step", .y = {"running requests", "waiting requests"},
+                     .title = "Lab 04: continuous batching, requests per step", .xlabel = "step", .ylabel = "requests"});
+    report.add_plot({.name = "timeline_blocks", .table = "timeline", .x = "step", .y = {"tokens in step", "KV blocks used"},
+                     .title = "Lab 04: continuous batching, tokens and KV blocks per step", .xlabel = "step",
+                     .ylabel = "count", .logy = true});
+    report.add_plot({.name = "kv_memory", .table = "kv_memory_timeline", .x = "progress [%]", .y = memory_timeline.headers(1),
+                     .title = "Lab 04: share of the KV budget holding real tokens",
+                     .xlabel = "progress through the workload [%]", .ylabel = "real KV [% of budget]"});
 
     const double ratio = cont.metrics.output_tokens_per_second / runs[0].metrics.output_tokens_per_second;
-    const auto& paged16 = memory.rows[2];
+    const long paged16 = 2, contiguous = 0;  // rows of the memory table: blocks of 16, one max_model_len region
+    const auto most_running = [&](long row) { return static_cast<long long>(memory.number(row, "most running")); };
     std::ostringstream v;
-    v << std::fixed << std::setprecision(1) << "paged blocks of 16 keep " << std::get<double>(paged16[2])
-      << "% of held KV real vs " << std::get<double>(memory.rows[0][2]) << "% contiguous and run "
-      << std::get<long long>(paged16[8]) << " requests at once vs " << std::get<long long>(memory.rows[0][8])
+    v << std::fixed << std::setprecision(1) << "paged blocks of 16 keep " << memory.number(paged16, "real of held [%]")
+      << "% of held KV real vs " << memory.number(contiguous, "real of held [%]") << "% contiguous and run "
+      << most_running(paged16) << " requests at once vs " << most_running(contiguous)
       << "; continuous batching serves " << ratio << "x the output tokens/s of one request at a time, with the same "
       << "tokens; the scheduler takes " << std::setprecision(2) << 100 * cont.schedule / cont.busy << "% of a step.";
     report.verdict(v.str());

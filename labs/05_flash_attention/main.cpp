@@ -196,12 +196,11 @@ int main(int argc, char** argv) {
     };
 
     // 1. Prefill: causal attention of L new tokens, every version.
-    Table prefill{"prefill", "Causal prefill of L tokens, " + c.name + " heads (one layer)",
-                  {"L", "version", "time [ms]", "GB/s", "GFLOP/s", "bytes [MiB]", "paper form [MiB]", "max err vs v0",
-                   "vs v1"},
-                  {0, 0, 2, 1, 1, 0, 0, 0, 2}, {}, ""};
-    Table prefill_time{"prefill_time", "Prefill time against L", {"L"}, {0}, {}, ""};
-    Table prefill_bytes{"prefill_bytes", "Prefill bytes against L", {"L"}, {0}, {}, ""};
+    Table prefill{.name = "prefill", .title = "Causal prefill of L tokens, " + c.name + " heads (one layer)",
+                  .columns = {{"L"}, {"version"}, {"time [ms]", 2}, {"GB/s", 1}, {"GFLOP/s", 1}, {"bytes [MiB]"},
+                              {"paper form [MiB]"}, {"max err vs v0"}, {"vs v1", 2}}};
+    Table prefill_time{.name = "prefill_time", .title = "Prefill time against L", .columns = {{"L"}}};
+    Table prefill_bytes{.name = "prefill_bytes", .title = "Prefill bytes against L", .columns = {{"L"}}};
     std::vector<std::string> failed;
     double v1_4096 = 0, v2_4096 = 0, v3_4096 = 0, bytes_ratio_4096 = 0;
     Progress bar("prefill", static_cast<long>(lengths.size()));
@@ -252,12 +251,9 @@ int main(int argc, char** argv) {
       }
       if (prefill_time.columns.size() == 1)
         for (const Candidate& cand : versions(false)) {
-          if (cand.version != AttentionVersion::REFERENCE) {  // v0 is not timed at every L
-            prefill_time.columns.push_back(cand.name + " [ms]");
-            prefill_time.precision.push_back(2);
-          }
-          prefill_bytes.columns.push_back(cand.name + " [MiB]");
-          prefill_bytes.precision.push_back(1);
+          if (cand.version != AttentionVersion::REFERENCE)  // v0 is not timed at every L
+            prefill_time.columns.push_back({cand.name + " [ms]", 2});
+          prefill_bytes.columns.push_back({cand.name + " [MiB]", 1});
         }
       // A version that failed validation leaves its row short: the plot tables keep full rows only.
       if (time_row.size() + 1 == prefill_time.columns.size()) prefill_time.add_row(as_cells(L, time_row));
@@ -270,15 +266,18 @@ int main(int argc, char** argv) {
     report.add_table(prefill);
     report.add_table(prefill_time, false);
     report.add_table(prefill_bytes, false);
-    report.add_plot({"prefill_time", "prefill_time", "L", std::vector<std::string>(prefill_time.columns.begin() + 1, prefill_time.columns.end()),
-                     "Lab 05: causal prefill time against L", "L [tokens]", "time [ms]", true, "line", "", "", ""});
-    report.add_plot({"prefill_bytes", "prefill_bytes", "L", std::vector<std::string>(prefill_bytes.columns.begin() + 1, prefill_bytes.columns.end()),
-                     "Lab 05: bytes through main memory against L (counted)", "L [tokens]", "bytes [MiB]", true, "line", "", "", ""});
+    report.add_plot({.name = "prefill_time", .table = "prefill_time", .x = "L", .y = prefill_time.headers(1),
+                     .title = "Lab 05: causal prefill time against L", .xlabel = "L [tokens]", .ylabel = "time [ms]",
+                     .logy = true});
+    report.add_plot({.name = "prefill_bytes", .table = "prefill_bytes", .x = "L", .y = prefill_bytes.headers(1),
+                     .title = "Lab 05: bytes through main memory against L (counted)", .xlabel = "L [tokens]",
+                     .ylabel = "bytes [MiB]", .logy = true});
 
     // 2. Head shapes of the presets at one L: blocked against flash.
-    Table shapes{"head_shapes", "Blocked (v2) against flash (v3) on each preset's heads, L = " + std::to_string(shapes_len),
-                 {"preset", "heads", "v2 [ms]", "v3 [ms]", "v3 speedup", "v2 bytes [MiB]", "v3 bytes [MiB]", "max err v3 vs v2"},
-                 {0, 0, 2, 2, 2, 0, 0, 0}, {}, ""};
+    Table shapes{.name = "head_shapes",
+                 .title = "Blocked (v2) against flash (v3) on each preset's heads, L = " + std::to_string(shapes_len),
+                 .columns = {{"preset"}, {"heads"}, {"v2 [ms]", 2}, {"v3 [ms]", 2}, {"v3 speedup", 2}, {"v2 bytes [MiB]"},
+                             {"v3 bytes [MiB]"}, {"max err v3 vs v2"}}};
     for (const char* name : {"tiny", "small", "qwen2.5-0.5b", "qwen2.5-1.5b", "llama-3-8b"}) {
       const ModelConfig pc = preset(name);
       const AttentionShape sh{pc.num_attention_heads, pc.num_key_value_heads, pc.head_dim};
@@ -297,11 +296,11 @@ int main(int argc, char** argv) {
     report.add_table(shapes);
 
     // 3. Decode: one query token against a long cache, with and without split-K.
-    Table decode{"decode", "Decode attention, one token against the cache, " + c.name + " heads",
-                 {"context", "version", "threads", "pieces", "time [us]", "GB/s", "bytes [MiB]", "max err vs v0", "vs one pass, 1 thread"},
-                 {0, 0, 0, 0, 1, 1, 2, 0, 2}, {}, ""};
-    Table decode_time{"decode_time", "Decode time against the context", {"context", "one pass, 1 thread [us]", "one pass [us]", "split-K [us]"},
-                      {0, 1, 1, 1}, {}, ""};
+    Table decode{.name = "decode", .title = "Decode attention, one token against the cache, " + c.name + " heads",
+                 .columns = {{"context"}, {"version"}, {"threads"}, {"pieces"}, {"time [us]", 1}, {"GB/s", 1},
+                             {"bytes [MiB]", 2}, {"max err vs v0"}, {"vs one pass, 1 thread", 2}}};
+    Table decode_time{.name = "decode_time", .title = "Decode time against the context",
+                      .columns = {{"context"}, {"one pass, 1 thread [us]", 1}, {"one pass [us]", 1}, {"split-K [us]", 1}}};
     double split_gain_longest = 0;
     for (int ctx_len : contexts) {
       Inputs in(shape, ctx_len, 1, o.seed + 1);
@@ -347,13 +346,16 @@ int main(int argc, char** argv) {
                   "Deterministic mode always takes one piece.";
     report.add_table(decode);
     report.add_table(decode_time, false);
-    report.add_plot({"decode_time", "decode_time", "context", {"one pass, 1 thread [us]", "one pass [us]", "split-K [us]"},
-                     "Lab 05: decode attention time against the context", "context [tokens]", "time [us]", true, "line", "", "", ""});
+    report.add_plot({.name = "decode_time", .table = "decode_time", .x = "context", .y = decode_time.headers(1),
+                     .title = "Lab 05: decode attention time against the context", .xlabel = "context [tokens]",
+                     .ylabel = "time [us]", .logy = true});
 
     // 4. Lab 04's serving run with flash on: the same greedy tokens in deterministic mode.
     LabOptions so = o;
     so.preset = serving_preset;
-    auto model = load_model(so, /*deterministic=*/true);
+    LabConfig base;
+    base.model = model_options(so, /*deterministic=*/true);
+    auto model = load_model(so, base.model);
     const ModelConfig& mc = model->config();
     WorkloadSpec spec;
     spec.num_requests = num_requests;
@@ -361,23 +363,29 @@ int main(int argc, char** argv) {
     spec.output_len = parse_length_dist(o.quick ? "uniform:8:16" : "uniform:16:64", LengthRole::output, "output");
     spec.seed = o.seed;
     const auto workload = make_workload(spec, mc.vocab_size);
-    Table serving{"serving", "Lab 04's serving run (continuous batching, paged KV, deterministic) with each attention, " +
-                                 std::to_string(workload.size()) + " requests on " + mc.name,
-                  {"attention", "output tok/s", "TTFT p50 [ms]", "TPOT p50 [ms]", "tokens hash"}, {0, 1, 1, 2, 0}, {}, ""};
+    Table serving{.name = "serving",
+                  .title = "Lab 04's serving run (continuous batching, paged KV, deterministic) with each attention, " +
+                           std::to_string(workload.size()) + " requests on " + mc.name,
+                  .columns = {{"attention"}, {"output tok/s", 1}, {"TTFT p50 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"tokens hash"}}};
+    base.engine.scheduler.max_num_seqs = 16;
+    base.engine.scheduler.max_num_batched_tokens = 4096;
+    base.engine.kv_cache_memory = static_cast<std::size_t>(16) * 600 * kv_cache_bytes_for(mc, 1, 1);
+    // Lab 04's configuration, then lab 05's: the same base with flash attention on.
+    const LabConfig lab4 = configure(Techniques::for_lab(4), base), lab5 = configure(Techniques::for_lab(5), base);
+    record_configuration(report, "serving, lab 04", 4, base, lab4);
+    record_configuration(report, "serving, flash", 5, base, lab5);
     std::vector<std::string> hashes;
-    for (AttentionKind kind : {AttentionKind::BLOCKED, AttentionKind::FLASH}) {
-      model->set_attention(kind);
-      EngineConfig ec;
-      ec.scheduler = {SchedulingPolicy::CONTINUOUS, 16, 4096};
-      ec.kv_cache_memory = static_cast<std::size_t>(16) * 600 * kv_cache_bytes_for(mc, 1, 1);
-      Engine engine(*model, ec);
+    for (const LabConfig* config : {&lab4, &lab5}) {
+      use_config(*model, *config);
+      Engine engine(*model, config->engine);
       for (const auto& r : workload) engine.add_request(r.prompt_ids, SamplingParams{}, r.max_tokens);
       while (engine.has_unfinished_requests()) engine.step();
       std::vector<std::int32_t> all;
       for (const Request* r : engine.requests()) all.insert(all.end(), r->output_token_ids().begin(), r->output_token_ids().end());
       const ServingMetrics m = summarize_requests(engine.requests());
       hashes.push_back(token_hash(all));
-      serving.add_row({std::string(kind == AttentionKind::FLASH ? "flash (lab 05)" : "blocked (lab 04; naive in deterministic mode)"),
+      const bool flash = config->model.attention == AttentionKind::FLASH;
+      serving.add_row({std::string(flash ? "flash (lab 05)" : "blocked (lab 04; naive in deterministic mode)"),
                        m.output_tokens_per_second, 1e3 * m.ttft.median, 1e3 * m.tpot.median, hashes.back()});
     }
     check(hashes[0] == hashes[1], "lab 05: flash attention changed the greedy tokens of lab 04's serving run (",

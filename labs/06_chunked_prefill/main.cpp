@@ -13,6 +13,7 @@
  * @see labs/06_chunked_prefill/README.md
  */
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <iomanip>
 #include <sstream>
@@ -60,6 +61,11 @@ std::string fixed_text(double value) {
   std::ostringstream os;
   os << value;
   return os.str();
+}
+
+std::string lowercase(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
 }
 
 std::string budget_name(bool chunked, int budget) {
@@ -154,7 +160,9 @@ int main(int argc, char** argv) {
     spec.arrivals = parse_arrivals(arrivals, "--arrival");
     spec.seed = o.seed;
 
-    auto model = load_model(o, /*deterministic=*/true);
+    LabConfig base;
+    base.model = model_options(o, /*deterministic=*/true);
+    auto model = load_model(o, base.model);
     const ModelConfig& c = model->config();
     check(long_prompt + 16 <= c.max_position_embeddings, "--long-prompt ", long_prompt,
           " + 16 output tokens exceeds max_position_embeddings (", c.max_position_embeddings, ") of ", c.name);
@@ -162,9 +170,10 @@ int main(int argc, char** argv) {
           "max_position_embeddings (", c.max_position_embeddings, ") of ", c.name);
     std::vector<WorkloadRequest> workload = make_workload(spec, c.vocab_size);
     clamp_to_context(workload, c.max_position_embeddings);
-    const Techniques lab6 = Techniques::for_lab(6);
-    // Lab 06 runs lab 05's configuration: flash attention, which keeps long prompt chunks cheap.
-    if (lab6.flash_attention && app.get_option("--attention")->count() == 0) model->set_attention(AttentionKind::FLASH);
+    // Lab 05's configuration (flash attention keeps long prompt chunks cheap) and lab 06's, over one base.
+    base.engine.scheduler.max_num_seqs = 256;
+    base.engine.block_size = block_size;
+    use_config(*model, configure(Techniques::for_lab(5), base));  // before describe_run() prints the attention
 
     Report report("06_chunked_prefill", o.out);
     describe_run(report, *model, o);
@@ -188,31 +197,36 @@ int main(int argc, char** argv) {
     }
     const long kv_tokens = std::max(static_cast<long>(decoders) * (32 + decode_len) + num_long * (long_prompt + 16L) + 64,
                                     total_sweep + static_cast<long>(workload.size()) * block_size);
-    auto engine_config = [&](bool chunked, int budget) {
-      EngineConfig e;
-      e.scheduler = {SchedulingPolicy::CONTINUOUS, 256, budget, chunked && lab6.chunked_prefill, 0};
-      e.block_size = block_size;
-      e.kv_cache_memory = kv_cache_bytes_for(c, 1, 1) * static_cast<std::size_t>(kv_tokens);
-      return e;
+    base.engine.kv_cache_memory = kv_cache_bytes_for(c, 1, 1) * static_cast<std::size_t>(kv_tokens);
+    // Lab 05's rung without chunks (a whole prompt must fit the budget), lab 06's with them.
+    const auto lab_config = [](bool chunked, LabConfig at, int budget) {
+      at.engine.scheduler.max_num_batched_tokens = budget;
+      return configure(Techniques::for_lab(chunked ? 6 : 5), at);
     };
+    auto engine_config = [&](bool chunked, int budget) { return lab_config(chunked, base, budget).engine; };
 
     // 1. Head-of-line blocking: steady decodes, and a long prompt every few steps. One stall hits one of a
     //    decoder's ~160 token intervals, below what a p99 sees; a stream of long prompts is what a server meets.
     std::vector<std::pair<bool, int>> configs = {{false, long_prompt + decoders}};
     for (int b : budgets) configs.push_back({true, b});
-    Table hol{"head_of_line", std::to_string(num_long) + " prompts of " + std::to_string(long_prompt) + " tokens join " +
-                                  std::to_string(decoders) + " decoding requests",
-              {"configuration", "ITL p50 [ms]", "ITL p99 [ms]", "longest stall [ms]", "TPOT p50 [ms]", "TPOT p99 [ms]",
-               "long prompts' TTFT p50 [ms]", "steps with prefill", "steps", "tokens hash"},
-              {0, 2, 2, 1, 2, 2, 1, 0, 0, 0}, {}, ""};
-    Table hol_steps{"head_of_line_steps", "Step time around the long prompt's arrival", {"step"}, {0}, {}, ""};
+    Table hol{.name = "head_of_line",
+              .title = std::to_string(num_long) + " prompts of " + std::to_string(long_prompt) + " tokens join " +
+                       std::to_string(decoders) + " decoding requests",
+              .columns = {{"configuration"}, {"ITL p50 [ms]", 2}, {"ITL p99 [ms]", 2}, {"longest stall [ms]", 1},
+                          {"TPOT p50 [ms]", 2}, {"TPOT p99 [ms]", 2}, {"long prompts' TTFT p50 [ms]", 1},
+                          {"steps with prefill"}, {"steps"}, {"tokens hash"}}};
+    Table hol_steps{.name = "head_of_line_steps", .title = "Step time around the long prompt's arrival",
+                    .columns = {{"step"}}};
     std::vector<std::vector<double>> step_ms;
     std::vector<std::pair<Work, double>> train, held_out;  // (step work, measured seconds): calibration data
     std::string first_hash;
     Progress bar("serving", static_cast<long>(configs.size()) * (decoders * decode_len + 16) +
                                 static_cast<long>(sweep.size()) * spec.num_requests * 64);
     for (const auto& [chunked, budget] : configs) {
-      Engine engine(*model, engine_config(chunked, budget));
+      const LabConfig config = lab_config(chunked, base, budget);
+      record_configuration(report, "head-of-line, " + budget_name(chunked, budget), chunked ? 6 : 5, base, config);
+      use_config(*model, config);
+      Engine engine(*model, config.engine);
       std::vector<int> long_ids;
       // Arrivals keyed to steps, not seconds: the decoders meet each long prompt at the same point on any machine.
       const auto add_long = [&](int steps_run) {
@@ -253,8 +267,7 @@ int main(int argc, char** argv) {
       const Summary t = summarize(tpot), i = summarize(itl);
       hol.add_row({budget_name(chunked, budget), i.median, i.p99, stall, t.median, t.p99, summarize(long_ttft).median,
                    static_cast<long long>(prefill_steps), static_cast<long long>(run.steps.size()), hash});
-      hol_steps.columns.push_back(budget_name(chunked, budget) + " [ms]");
-      hol_steps.precision.push_back(2);
+      hol_steps.columns.push_back({budget_name(chunked, budget) + " [ms]", 2});
     }
     std::size_t most_steps = 0;
     for (const auto& s : step_ms) most_steps = std::max(most_steps, s.size());
@@ -269,15 +282,16 @@ int main(int argc, char** argv) {
                "Every configuration gave the same tokens (same hash).";
     report.add_table(hol);
     report.add_table(hol_steps, /*print=*/false);
-    std::vector<std::string> step_columns(hol_steps.columns.begin() + 1, hol_steps.columns.end());
-    report.add_plot({"head_of_line", "head_of_line_steps", "step", step_columns,
-                     "Lab 06: step time when long prompts join the decodes", "step", "step time [ms]", true, "line", "", "", ""});
+    report.add_plot({.name = "head_of_line", .table = "head_of_line_steps", .x = "step", .y = hol_steps.headers(1),
+                     .title = "Lab 06: step time when long prompts join the decodes", .xlabel = "step",
+                     .ylabel = "step time [ms]", .logy = true});
 
     // 2. The budget sweep on a mixed workload, chunked.
-    Table budget{"budget_sweep", "Token budget sweep, chunked prefill (" + std::to_string(workload.size()) + " requests)",
-                 {"max_num_batched_tokens", "TTFT p50 [ms]", "TTFT p99 [ms]", "TPOT p50 [ms]", "TPOT p99 [ms]",
-                  "ITL p99 [ms]", "output tok/s", "requests/s", "goodput [req/s]", "met SLO [%]", "tokens hash"},
-                 {0, 1, 1, 2, 2, 2, 1, 2, 2, 1, 0}, {}, ""};
+    Table budget{.name = "budget_sweep",
+                 .title = "Token budget sweep, chunked prefill (" + std::to_string(workload.size()) + " requests)",
+                 .columns = {{"max_num_batched_tokens"}, {"TTFT p50 [ms]", 1}, {"TTFT p99 [ms]", 1}, {"TPOT p50 [ms]", 2},
+                             {"TPOT p99 [ms]", 2}, {"ITL p99 [ms]", 2}, {"output tok/s", 1}, {"requests/s", 2},
+                             {"goodput [req/s]", 2}, {"met SLO [%]", 1}, {"tokens hash"}}};
     const SLO slo{slo_ttft_ms / 1e3, slo_tpot_ms / 1e3};
     std::vector<ServingMetrics> real_sweep;
     for (std::size_t bi = 0; bi < sweep.size(); ++bi) {
@@ -296,9 +310,10 @@ int main(int argc, char** argv) {
     budget.note = "The prefill/decode article's guide: 512-2,048 for a stable TPOT p99, 4,096-8,192 for TTFT, 8,192 and up for prefill "
                   "throughput (on a GPU). Every budget gives the same tokens.";
     report.add_table(budget);
-    report.add_plot({"budget_sweep", "budget_sweep", "max_num_batched_tokens",
-                     {"TTFT p50 [ms]", "TTFT p99 [ms]", "TPOT p99 [ms]", "ITL p99 [ms]"},
-                     "Lab 06: the token budget trades TTFT against TPOT", "max_num_batched_tokens", "ms", true, "line", "", "", ""});
+    report.add_plot({.name = "budget_sweep", .table = "budget_sweep", .x = "max_num_batched_tokens",
+                     .y = {"TTFT p50 [ms]", "TTFT p99 [ms]", "TPOT p99 [ms]", "ITL p99 [ms]"},
+                     .title = "Lab 06: the token budget trades TTFT against TPOT", .xlabel = "max_num_batched_tokens",
+                     .ylabel = "ms", .logy = true});
 
     // 3. The cost model, fitted to the head-of-line steps, checked on the sweep (held out), then run at GPU scale.
     ThreadPool pool(model->num_threads());
@@ -313,10 +328,11 @@ int main(int argc, char** argv) {
     std::vector<double> step_error;
     for (const auto& [work, seconds] : held_out) step_error.push_back(100.0 * std::abs(here.predict(work) - seconds) / seconds);
     const Summary err = summarize(step_error);
-    Table calib{"calibration", "The simulator checked against this machine: the sweep replayed on the calibrated cost model",
-                {"max_num_batched_tokens", "steps used for", "TTFT p50 real [ms]", "TTFT p50 simulated [ms]", "TPOT p99 real [ms]",
-                 "TPOT p99 simulated [ms]", "TPOT p99 error [%]"},
-                {0, 0, 1, 1, 2, 2, 1}, {}, ""};
+    Table calib{.name = "calibration",
+                .title = "The simulator checked against this machine: the sweep replayed on the calibrated cost model",
+                .columns = {{"max_num_batched_tokens"}, {"steps used for"}, {"TTFT p50 real [ms]", 1},
+                            {"TTFT p50 simulated [ms]", 1}, {"TPOT p99 real [ms]", 2}, {"TPOT p99 simulated [ms]", 2},
+                            {"TPOT p99 error [%]", 1}}};
     const SimulatedModel cpu_sim{c, here, StepDtypes{model->options().weight_dtype, DType::F32, DType::F32}};
     // Replays @p requests on a simulated engine; all arrive at their workload times.
     auto simulate = [&](const SimulatedModel& sim, const EngineConfig& config, const std::vector<WorkloadRequest>& requests) {
@@ -355,20 +371,17 @@ int main(int argc, char** argv) {
     gspec.num_requests = gpu_requests;
     gspec.arrivals = parse_arrivals("poisson:" + std::to_string(gpu_rate), "--gpu-rate");
     const std::vector<WorkloadRequest> gpu_workload = make_workload(gspec, g.vocab_size);
-    Table gpu_table{"gpu_simulated", "Simulated: " + g.name + " (bf16) on " + gpu_sim.cost.label + ", " +
-                                         std::to_string(gpu_requests) + " requests at " + fixed_text(gpu_rate) + " req/s",
-                    {"configuration", "TTFT p50 [ms]", "TTFT p99 [ms]", "TPOT p50 [ms]", "TPOT p99 [ms]", "ITL p99 [ms]",
-                     "output tok/s", "goodput [req/s]"},
-                    {0, 1, 1, 2, 2, 2, 0, 2}, {}, ""};
+    Table gpu_table{.name = "gpu_simulated",
+                    .title = "Simulated: " + g.name + " (bf16) on " + gpu_sim.cost.label + ", " +
+                             std::to_string(gpu_requests) + " requests at " + fixed_text(gpu_rate) + " req/s",
+                    .columns = {{"configuration"}, {"TTFT p50 [ms]", 1}, {"TTFT p99 [ms]", 1}, {"TPOT p50 [ms]", 2},
+                                {"TPOT p99 [ms]", 2}, {"ITL p99 [ms]", 2}, {"output tok/s"}, {"goodput [req/s]", 2}}};
     std::vector<std::pair<bool, int>> gpu_configs = {{false, 16384}};
     for (int b : sweep) gpu_configs.push_back({true, b});
-    auto gpu_config = [&](bool chunked, int tokens) {
-      EngineConfig e;
-      e.scheduler = {SchedulingPolicy::CONTINUOUS, 256, tokens, chunked, 0};
-      e.block_size = 16;
-      e.kv_cache_memory = gpu_kv;
-      return e;
-    };
+    LabConfig gpu_base;  // the same rungs at GPU scale: blocks of 16, the GPU's KV memory
+    gpu_base.engine.scheduler.max_num_seqs = 256;
+    gpu_base.engine.kv_cache_memory = gpu_kv;
+    auto gpu_config = [&](bool chunked, int tokens) { return lab_config(chunked, gpu_base, tokens).engine; };
     for (const auto& [chunked, b] : gpu_configs) {
       const ServingMetrics m = simulate(gpu_sim, gpu_config(chunked, b), gpu_workload);
       gpu_table.add_row({budget_name(chunked, b) + " (simulated)", 1e3 * m.ttft.median, 1e3 * m.ttft.p99,
@@ -385,10 +398,10 @@ int main(int argc, char** argv) {
       const ServingMetrics m = at_rate(e, rate);
       return m.ttft.p99 <= gpu_slo.ttft && m.tpot.p99 <= gpu_slo.tpot;
     };
-    Table capacity{"capacity", "Simulated capacity: the highest request rate meeting p99 TTFT <= " +
-                                   fixed_text(gpu_slo_ttft_ms) + " ms and p99 TPOT <= " + fixed_text(gpu_slo_tpot_ms) +
-                                   " ms (" + g.name + " on " + gpu_name + ")",
-                   {"configuration", "capacity [req/s]", "vs no chunking"}, {0, 1, 2}, {}, ""};
+    Table capacity{.name = "capacity",
+                   .title = "Simulated capacity: the highest request rate meeting p99 TTFT <= " + fixed_text(gpu_slo_ttft_ms) +
+                            " ms and p99 TPOT <= " + fixed_text(gpu_slo_tpot_ms) + " ms (" + g.name + " on " + gpu_name + ")",
+                   .columns = {{"configuration"}, {"capacity [req/s]", 1}, {"vs no chunking", 2}}};
     double base_capacity = 0, best_capacity = 0;
     int best_budget = sweep.front();
     for (const auto& [chunked, b] : gpu_configs) {
@@ -417,16 +430,16 @@ int main(int argc, char** argv) {
     report.add_table(capacity);
 
     // The rate sweep behind the capacities: p99 latencies against achieved throughput, with the SLO lines.
-    Table rates{"rate_sweep", "Simulated rate sweep: p99 TTFT and TPOT against achieved throughput (" + g.name + " on " +
-                                  gpu_name + ")",
-                {"configuration", "offered [req/s]", "achieved [req/s]", "TTFT p99 [ms]", "TPOT p99 [ms]",
-                 "goodput [req/s]", "meets SLO"},
-                {0, 2, 2, 1, 2, 2, 0}, {}, ""};
+    Table rates{.name = "rate_sweep",
+                .title = "Simulated rate sweep: p99 TTFT and TPOT against achieved throughput (" + g.name + " on " +
+                         gpu_name + ")",
+                .columns = {{"configuration"}, {"offered [req/s]", 2}, {"achieved [req/s]", 2}, {"TTFT p99 [ms]", 1},
+                            {"TPOT p99 [ms]", 2}, {"goodput [req/s]", 2}, {"meets SLO"}}};
     const std::string chunked_name = budget_name(true, best_budget), plain_name = budget_name(false, 0);
-    Table rate_plot{"rate_sweep_plot", "The rate sweep, one column per line drawn",
-                    {"achieved [req/s]", plain_name + " TTFT p99", chunked_name + " TTFT p99", "TTFT SLO",
-                     plain_name + " TPOT p99", chunked_name + " TPOT p99", "TPOT SLO"},
-                    {2, 1, 1, 1, 2, 2, 2}, {}, ""};
+    Table rate_plot{.name = "rate_sweep_plot", .title = "The rate sweep, one column per line drawn",
+                    .columns = {{"achieved [req/s]", 2}, {plain_name + " TTFT p99", 1}, {chunked_name + " TTFT p99", 1},
+                                {"TTFT SLO", 1}, {plain_name + " TPOT p99", 2}, {chunked_name + " TPOT p99", 2},
+                                {"TPOT SLO", 2}}};
     const double scale = best_capacity > 0 ? best_capacity : gpu_rate;
     for (const auto& [chunked, b] : {std::pair{false, 16384}, std::pair{true, best_budget}}) {
       for (double f : {0.25, 0.5, 0.75, 1.0, 1.25, 1.5}) {
@@ -445,12 +458,11 @@ int main(int argc, char** argv) {
                  "TTFT p99 of a longer run would be larger still.";
     report.add_table(rates);
     report.add_table(rate_plot, /*print=*/false);
-    report.add_plot({"rate_sweep_ttft", "rate_sweep_plot", "achieved [req/s]",
-                     {plain_name + " TTFT p99", chunked_name + " TTFT p99", "TTFT SLO"},
-                     "Lab 06 (simulated): TTFT p99 against throughput", "achieved throughput [req/s]", "ms", true, "line", "", "", ""});
-    report.add_plot({"rate_sweep_tpot", "rate_sweep_plot", "achieved [req/s]",
-                     {plain_name + " TPOT p99", chunked_name + " TPOT p99", "TPOT SLO"},
-                     "Lab 06 (simulated): TPOT p99 against throughput", "achieved throughput [req/s]", "ms", true, "line", "", "", ""});
+    for (const char* metric : {"TTFT", "TPOT"})
+      report.add_plot({.name = "rate_sweep_" + lowercase(metric), .table = "rate_sweep_plot", .x = "achieved [req/s]",
+                       .y = {plain_name + " " + metric + " p99", chunked_name + " " + metric + " p99", std::string(metric) + " SLO"},
+                       .title = "Lab 06 (simulated): " + std::string(metric) + " p99 against throughput",
+                       .xlabel = "achieved throughput [req/s]", .ylabel = "ms", .logy = true});
 
     // The simulator must not be what limits a sweep: one large sweep point, timed.
     WorkloadSpec big = gspec;
@@ -459,18 +471,18 @@ int main(int argc, char** argv) {
     const double t0 = now_seconds();
     const ServingMetrics big_run = simulate(gpu_sim, gpu_config(true, best_budget), big_workload);
     const double sim_wall = now_seconds() - t0;
-    Table speed{"simulator_speed", "The simulator's own speed (wall clock here)",
-                {"requests", "simulated serving [s]", "wall time [s]", "simulated / wall"}, {0, 1, 2, 0}, {}, ""};
+    Table speed{.name = "simulator_speed", .title = "The simulator's own speed (wall clock here)",
+                .columns = {{"requests"}, {"simulated serving [s]", 1}, {"wall time [s]", 2}, {"simulated / wall"}}};
     speed.add_row({static_cast<long long>(sim_speed_requests), big_run.duration, sim_wall, big_run.duration / sim_wall});
     speed.note = "One sweep point of " + chunked_name + " at " + fixed_text(gpu_rate) +
                  " req/s. The issue's bar: 10,000 requests in under 2 s.";
     report.add_table(speed);
 
-    const double stall_without = std::get<double>(hol.rows[0][3]), stall_with = std::get<double>(hol.rows.back()[3]);
-    const double p99_without = std::get<double>(hol.rows[0][2]), p99_with = std::get<double>(hol.rows.back()[2]);
+    const double stall_without = hol.number(0, "longest stall [ms]"), stall_with = hol.number(-1, "longest stall [ms]");
+    const double p99_without = hol.number(0, "ITL p99 [ms]"), p99_with = hol.number(-1, "ITL p99 [ms]");
     std::ostringstream v;
     v << std::fixed << std::setprecision(1) << long_prompt << "-token prompts stall the decodes for up to "
-      << stall_without << " ms without chunks and " << stall_with << " ms " << std::get<std::string>(hol.rows.back()[0])
+      << stall_without << " ms without chunks and " << stall_with << " ms " << std::get<std::string>(hol.cell(-1, "configuration"))
       << "; the decoders' token-gap p99 (the prefill/decode article's TPOT p99) " << p99_without << " -> " << p99_with
       << " ms, with the same tokens.";
     const std::string verdict = v.str();

@@ -156,7 +156,6 @@ int main(int argc, char** argv) {
       fail("--sim-model: ", e.what());
     }
     const Link& gpu_link = find_link(sim_link, "--sim-link");
-    check(Techniques::for_lab(7).disaggregation, "the ladder has no disaggregation switch");
     auto model = load_model(o, false);
     const ModelConfig& c = model->config();
     Report report("07_disaggregation", o.out);
@@ -168,10 +167,9 @@ int main(int argc, char** argv) {
     Table a;
     a.name = "kv_bytes_per_request";
     a.title = "(a) KV per request and its transfer time at line rate (computed, bf16)";
-    a.columns = {"model", "tokens", "KV bytes", "KV"};
+    a.columns = {{"model", 2}, {"tokens", 2}, {"KV bytes", 2}, {"KV", 2}};
     for (const Link& l : named_links())
-      if (l.bytes_per_second > 0) a.columns.push_back(l.name + " [ms]");
-    a.precision.assign(a.columns.size(), 2);
+      if (l.bytes_per_second > 0) a.columns.push_back({l.name + " [ms]", 2});
     for (const char* name : {"qwen2.5-0.5b", "llama-3-8b", "llama-3-70b"})
       for (int tokens : {512, 2048, 8192}) {
         const double bytes = kv_bytes_per_token(preset(name), 2) * tokens;
@@ -189,9 +187,9 @@ int main(int argc, char** argv) {
     b.name = "measured_transfers";
     b.title = "(b) Measured KV transfers, " + std::to_string(prompt_len) +
               "-token prompts, median of the requests (this machine, loopback)";
-    b.columns = {"UCX_TLS", "mode", "KV sent", "link", "bytes", "descriptors", "coalesced", "transfer [ms]", "GB/s",
-                 "transfer / prefill", "overlapped [%]", "paced ms (bytes/rate)", "error [%]"};
-    b.precision = {0, 0, 0, 0, 0, 0, 0, 3, 2, 3, 0, 3, 1};
+    b.columns = {{"UCX_TLS"}, {"mode"}, {"KV sent"}, {"link"}, {"bytes"}, {"descriptors"}, {"coalesced"},
+                 {"transfer [ms]", 3}, {"GB/s", 2}, {"transfer / prefill", 3}, {"overlapped [%]"},
+                 {"paced ms (bytes/rate)", 3}, {"error [%]", 1}};
     std::vector<ClientRequest> same;
     for (int i = 0; i < std::max(3, o.repeats); ++i) {
       ClientRequest r;
@@ -239,7 +237,7 @@ int main(int argc, char** argv) {
     report.add_table(b);
 
     // (c) Colocated (lab 06: chunked prefill, continuous batching) vs disaggregated 1P1D on the
-    // request patterns of seed 001's strategy table, lengths scaled down to this machine.
+    // request patterns of the prefill/decode article's strategy table, lengths scaled down to this machine.
     const int s_prompt = o.quick ? 32 : 96, l_prompt = o.quick ? 192 : 1024, s_out = o.quick ? 4 : 16,
               l_out = o.quick ? 8 : 128;
     struct Pattern {
@@ -257,19 +255,26 @@ int main(int argc, char** argv) {
     Table t;
     t.name = "colocated_vs_disaggregated";
     t.title = "(c) Colocated vs disaggregated 1P1D on seed 001's request patterns, real, this machine";
-    t.columns = {"pattern", "seed 001 suggests", "serving", "TTFT p50 [ms]", "TTFT p99 [ms]", "TPOT p50 [ms]",
-                 "TPOT p99 [ms]", "tok/s", "met SLO", "goodput [req/s]"};
-    t.precision = {0, 0, 0, 1, 1, 2, 2, 1, 0, 2};
-    auto colocated = load_model([&] { LabOptions x = o; x.threads = 2 * threads; return x; }(), false);
-    Cluster cluster(exe, o, "sm", "write", "none", threads, 2048);
+    t.columns = {{"pattern"}, {"seed 001 suggests"}, {"serving"}, {"TTFT p50 [ms]", 1}, {"TTFT p99 [ms]", 1},
+                 {"TPOT p50 [ms]", 2}, {"TPOT p99 [ms]", 2}, {"tok/s", 1}, {"met SLO"}, {"goodput [req/s]", 2}};
+    // Lab 06's configuration and lab 07's over one base: both use 2 x --threads cores in all.
+    LabConfig base;
+    base.model = model_options([&] { LabOptions x = o; x.threads = 2 * threads; return x; }(), false);
+    base.engine.scheduler.max_num_batched_tokens = 512;
+    const LabConfig lab6 = configure(Techniques::for_lab(6), base), lab7 = configure(Techniques::for_lab(7), base);
+    record_configuration(report, "colocated", 6, base, lab6);
+    record_configuration(report, "1P1D", 7, base, lab7);
+    auto colocated = load_model(o, lab6.model);
+    use_config(*colocated, lab6);
+    // Disaggregated: a prefill and a decode worker with half the threads each. The worker command takes no
+    // attention flag (it runs its default kernels), and its step holds a whole prompt (2,048 tokens).
+    Cluster cluster(exe, o, "sm", "write", "none", lab7.model.num_threads / 2, 2048);
     std::vector<std::pair<Work, double>> steps;           // the colocated steps: the simulator's calibration data
     std::vector<std::vector<WorkloadRequest>> workloads;  // per pattern, for the simulator check
     std::vector<std::array<ServingMetrics, 2>> real;      // per pattern: colocated, 1P1D
     std::vector<double> control_seconds;                  // per pattern: the ZeroMQ hops in a lone request's TTFT
     long same_tokens = 0, compared = 0;                   // requests whose 1P1D tokens are the colocated engine's
-    EngineConfig colocated_config;  // lab 06's switches
-    colocated_config.scheduler.enable_chunked_prefill = Techniques::for_lab(6).chunked_prefill;
-    colocated_config.scheduler.max_num_batched_tokens = 512;
+    EngineConfig colocated_config = lab6.engine;
     colocated_config.log = [](const std::string&) {};
     // Keeps each step's work and time in @p out: the data a cost model is fitted to.
     const auto record_steps = [](std::vector<std::pair<Work, double>>& out) {
@@ -300,14 +305,7 @@ int main(int argc, char** argv) {
         t.add_row({pattern.name, pattern.seed_says, serving, m.ttft.median * 1e3, m.ttft.p99 * 1e3, m.tpot.median * 1e3,
                    m.tpot.p99 * 1e3, m.output_tokens_per_second, static_cast<long long>(m.num_meeting_slo), m.goodput});
       };
-      {
-        // Colocated: one engine with lab 06's switches and both workers' threads.
-        Engine engine(*colocated, colocated_config);
-        replay(engine, workload, record_steps(steps));
-        add("colocated, " + std::to_string(2 * threads) + " threads", engine.requests());
-        for (const Request* r : engine.requests()) colocated_tokens.emplace_back(r->output_token_ids().begin(), r->output_token_ids().end());
-      }
-      {
+      const auto serve_disaggregated = [&] {
         std::vector<ClientRequest> sent;
         for (const WorkloadRequest& w : workload) sent.push_back({w.prompt_ids, w.max_tokens, w.arrival_s});
         // Warm-up, alone in the cluster: its TTFT less its prefill and transfer is the control plane's share.
@@ -323,6 +321,17 @@ int main(int argc, char** argv) {
           const auto out = requests[i]->output_token_ids();
           same_tokens += std::vector<std::int32_t>(out.begin(), out.end()) == colocated_tokens.at(i);
         }
+      };
+      for (const LabConfig* config : {&lab6, &lab7}) {
+        if (config->disaggregated) {
+          serve_disaggregated();
+          continue;
+        }
+        // Colocated: one engine with lab 06's switches and both workers' threads.
+        Engine engine(*colocated, colocated_config);
+        replay(engine, workload, record_steps(steps));
+        add("colocated, " + std::to_string(2 * threads) + " threads", engine.requests());
+        for (const Request* r : engine.requests()) colocated_tokens.emplace_back(r->output_token_ids().begin(), r->output_token_ids().end());
       }
       patterns_bar.advance();
     }
@@ -371,9 +380,8 @@ int main(int argc, char** argv) {
     Table calib;
     calib.name = "simulator_check";
     calib.title = "(d) The simulator checked against (c): the same workloads on simulated instances of this CPU";
-    calib.columns = {"pattern", "serving", "TTFT p50 real [ms]", "TTFT p50 sim [ms]", "error [%]", "TPOT p50 real [ms]",
-                     "TPOT p50 sim [ms]", "error [%]"};
-    calib.precision = {0, 0, 1, 1, 0, 2, 2, 0};
+    calib.columns = {{"pattern"}, {"serving"}, {"TTFT p50 real [ms]", 1}, {"TTFT p50 sim [ms]", 1}, {"error [%]"},
+                     {"TPOT p50 real [ms]", 2}, {"TPOT p50 sim [ms]", 2}, {"error [%]"}};
     std::vector<double> abs_errors;
     for (std::size_t p = 0; p < patterns.size(); ++p)
       for (int split = 0; split < 2; ++split) {
@@ -413,7 +421,7 @@ int main(int argc, char** argv) {
     check(gpu_kv > 0, "--sim-model ", sim_model, " does not fit ", sim_gpu, " in bf16");
     FleetConfig fleet;
     fleet.colocated.scheduler = {SchedulingPolicy::CONTINUOUS, 256, sim_budget, true, 0};
-    fleet.prefill.scheduler = {SchedulingPolicy::CONTINUOUS, 256, 8192, true, 0};  // prefill throughput (seed 001: 8,192+)
+    fleet.prefill.scheduler = {SchedulingPolicy::CONTINUOUS, 256, 8192, true, 0};  // prefill throughput (the prefill/decode article: 8,192+)
     fleet.decode.scheduler = {SchedulingPolicy::CONTINUOUS, 256, 8192, true, 0};
     for (EngineConfig* e : {&fleet.colocated, &fleet.prefill, &fleet.decode}) {
       e->kv_cache_memory = static_cast<std::size_t>(gpu_kv);
@@ -438,10 +446,9 @@ int main(int argc, char** argv) {
     sim.name = "simulated_fleets";
     sim.title = "(e) Simulated: " + g.name + " (bf16), one " + hw.name + " per instance, KV over " + gpu_link.name +
                 ", colocated vs xPyD";
-    sim.columns = {"pattern", "seed 001 suggests", "fleet (simulated)", "GPUs", "req/s offered", "TTFT p50 [ms]",
-                   "TTFT p99 [ms]", "TPOT p50 [ms]", "TPOT p99 [ms]", "KV transfer p50 [ms]", "met SLO [%]",
-                   "goodput per GPU [req/s]"};
-    sim.precision = {0, 0, 0, 0, 2, 1, 1, 2, 2, 2, 0, 3};
+    sim.columns = {{"pattern"}, {"seed 001 suggests"}, {"fleet (simulated)"}, {"GPUs"}, {"req/s offered", 2},
+                   {"TTFT p50 [ms]", 1}, {"TTFT p99 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"TPOT p99 [ms]", 2},
+                   {"KV transfer p50 [ms]", 2}, {"met SLO [%]"}, {"goodput per GPU [req/s]", 3}};
     std::vector<std::string> winners;
     Progress sim_bar("simulated fleets", static_cast<long>(gpu_patterns.size() * shapes.size()));
     for (const GpuPattern& pattern : gpu_patterns) {

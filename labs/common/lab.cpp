@@ -26,13 +26,39 @@ void add_common_options(CLI::App& app, LabOptions& o, const std::string& default
   app.add_option("--warmup", o.warmup, "untimed runs before timing")->capture_default_str();
 }
 
-std::unique_ptr<Model> load_model(const LabOptions& o, bool deterministic) {
+ModelOptions model_options(const LabOptions& o, bool deterministic) {
   check(o.repeats >= 1, "--repeats must be >= 1, got ", o.repeats);
   check(o.warmup >= 0, "--warmup must be >= 0, got ", o.warmup);
-  cli::ModelFlags model = o;
-  model.weights_seed = o.seed;
-  model.deterministic = deterministic;
-  return cli::load_model(model);
+  cli::ModelFlags flags = o;
+  flags.deterministic = deterministic;
+  return cli::model_options(flags);
+}
+
+std::unique_ptr<Model> load_model(const LabOptions& o, const ModelOptions& m) {
+  std::cerr << "loading " << cli::describe_source(o) << " ...\n";
+  return o.model_dir.empty() ? Model::from_preset(o.preset, o.seed, m) : Model::from_pretrained(o.model_dir, m);
+}
+
+std::unique_ptr<Model> load_model(const LabOptions& o, bool deterministic) {
+  return load_model(o, model_options(o, deterministic));
+}
+
+void use_config(Model& model, const LabConfig& config) {
+  const ModelOptions& loaded = model.options();
+  const ModelOptions& want = config.model;
+  const auto same = [](bool equal, const char* option) {
+    check(equal, "lab configuration: the model was loaded with another ", option, " than the run's configuration");
+  };
+  same(loaded.backend == want.backend, "backend");
+  same(loaded.num_threads == want.num_threads, "thread count");
+  same(loaded.weight_dtype == want.weight_dtype, "weight dtype");
+  same(loaded.deterministic == want.deterministic, "reduction mode (deterministic)");
+  same(loaded.bf16_activations == want.bf16_activations, "activation dtype");
+  model.set_attention(want.attention);
+}
+
+void record_configuration(Report& report, const std::string& run, int lab, const LabConfig& base, const LabConfig& ran) {
+  report.record("configurations", {{"run", run}, {"lab", lab}, {"base", to_json(base)}, {"ran", to_json(ran)}});
 }
 
 LabPrompt article_prompt(const LabOptions& o, const ModelConfig& config, int stand_in_len) {

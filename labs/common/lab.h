@@ -24,6 +24,7 @@
 #include "model/model.h"
 #include "report.h"
 #include "core/stats.h"
+#include "serve/ladder.h"
 #include "tokenizer/tokenizer.h"
 
 namespace servelab::lab {
@@ -43,13 +44,37 @@ struct LabOptions : cli::ModelFlags {
 void add_common_options(CLI::App& app, LabOptions& options, const std::string& default_preset);
 
 /**
- * @brief Loads the model the flags ask for.
- * @throws Error naming the flag when --dtype or --threads is out of range, or
- *         the model cannot be loaded.
+ * @brief The model options the common flags ask for (--backend, --threads,
+ *        --dtype, --attention), with @p deterministic reductions: the model
+ *        half of a lab's base configuration (configure(), serve/ladder.h).
+ * @throws Error naming the flag when --dtype, --threads, --repeats or --warmup is out of range.
  */
+ModelOptions model_options(const LabOptions& options, bool deterministic);
+
+/**
+ * @brief Loads the model the flags ask for (--preset or --model), run with @p model.
+ * @throws Error when the model cannot be loaded.
+ */
+std::unique_ptr<Model> load_model(const LabOptions& options, const ModelOptions& model);
+/// load_model(options, model_options(options, deterministic)).
 std::unique_ptr<Model> load_model(const LabOptions& options, bool deterministic);
 
-/// The source article's prompt (seed 000, §2-5), newlines included, as its experiment tokenized it.
+/**
+ * @brief Sets @p model up for a run of @p config: its attention kernels
+ *        (the one model switch a lab flips, lab 05), after checking that every
+ *        other model option is the one the model was loaded with.
+ * @throws Error naming the option that differs (the model must be reloaded for it).
+ */
+void use_config(Model& model, const LabConfig& config);
+
+/**
+ * @brief Records in the results JSON (key "configurations", not printed) that
+ *        run @p run used lab @p lab's rung of the ladder: @p ran, built by
+ *        configure() over @p base. tests/labs compare it with configure().
+ */
+void record_configuration(Report& report, const std::string& run, int lab, const LabConfig& base, const LabConfig& ran);
+
+/// The KV cache article's prompt (§2-5), newlines included, as its experiment tokenized it.
 inline constexpr const char* kArticlePrompt =
     "\nExplain why GPUs are particularly suitable for Transformer-based\nlarge language model inference. Focus on "
     "matrix multiplication,\nparallelism, and memory usage.\n";

@@ -61,19 +61,46 @@ void Table::add_row(std::vector<Cell> row) {
   rows.push_back(std::move(row));
 }
 
+std::size_t Table::column(const std::string& header) const {
+  for (std::size_t c = 0; c < columns.size(); ++c)
+    if (columns[c].header == header) return c;
+  fail("table ", name, " has no column '", header, "'");
+}
+
+std::vector<std::string> Table::headers(std::size_t from) const {
+  std::vector<std::string> out;
+  for (std::size_t c = from; c < columns.size(); ++c) out.push_back(columns[c].header);
+  return out;
+}
+
+const Cell& Table::cell(long row, const std::string& header) const {
+  const long n = static_cast<long>(rows.size());
+  const long r = row < 0 ? n + row : row;
+  check(r >= 0 && r < n, "table ", name, " has no row ", row, " (", n, " rows)");
+  return rows[static_cast<std::size_t>(r)][column(header)];
+}
+
+double Table::number(long row, const std::string& header) const {
+  const Cell& c = cell(row, header);
+  if (const auto* i = std::get_if<long long>(&c)) return static_cast<double>(*i);
+  const auto* d = std::get_if<double>(&c);
+  check(d != nullptr, "table ", name, ": column '", header, "' row ", row, " is text, not a number");
+  return *d;
+}
+
 void Table::print_markdown(std::ostream& os) const {
   std::vector<std::vector<std::string>> text;
   std::vector<std::size_t> width(columns.size());
-  for (std::size_t c = 0; c < columns.size(); ++c) width[c] = columns[c].size();
+  for (std::size_t c = 0; c < columns.size(); ++c) width[c] = columns[c].header.size();
   for (const auto& row : rows) {
     text.emplace_back();
     for (std::size_t c = 0; c < row.size(); ++c) {
-      text.back().push_back(format_cell(row[c], c < precision.size() ? precision[c] : 2));
+      text.back().push_back(format_cell(row[c], columns[c].precision));
       width[c] = std::max(width[c], text.back().back().size());
     }
   }
   os << "### " << title << "\n\n|";
-  for (std::size_t c = 0; c < columns.size(); ++c) os << ' ' << std::left << std::setw(int(width[c])) << columns[c] << " |";
+  for (std::size_t c = 0; c < columns.size(); ++c) os << ' ' << std::left << std::setw(int(width[c])) << columns[c].header << " |";
   os << "\n|";
   for (std::size_t c = 0; c < columns.size(); ++c) {
     // Text columns align left, numbers right (Markdown's ---: marker).
@@ -96,7 +123,7 @@ void Table::print_markdown(std::ostream& os) const {
 void Table::write_csv(const std::filesystem::path& path) const {
   std::ofstream out(path);
   check(out.good(), path.string(), ": cannot write CSV");
-  for (std::size_t c = 0; c < columns.size(); ++c) out << (c ? "," : "") << csv_escape(columns[c]);
+  for (std::size_t c = 0; c < columns.size(); ++c) out << (c ? "," : "") << csv_escape(columns[c].header);
   out << "\n" << std::setprecision(17);
   for (const auto& row : rows) {
     for (std::size_t c = 0; c < row.size(); ++c) {
@@ -117,7 +144,9 @@ nlohmann::ordered_json Table::to_json() const {
     for (const auto& cell : row) r.push_back(cell_json(cell));
     rows_json.push_back(r);
   }
-  return {{"name", name},   {"title", title}, {"columns", columns}, {"precision", precision},
+  std::vector<int> precision;
+  for (const Column& c : columns) precision.push_back(c.precision);
+  return {{"name", name},   {"title", title}, {"columns", headers()}, {"precision", precision},
           {"rows", rows_json}, {"note", note}};
 }
 
@@ -150,6 +179,11 @@ void Report::add_table(const Table& table, bool print) {
 }
 
 void Report::add_plot(PlotSpec plot) { plots_.push_back(std::move(plot)); }
+
+void Report::record(const std::string& key, nlohmann::ordered_json value) {
+  if (!records_.contains(key)) records_[key] = nlohmann::ordered_json::array();
+  records_[key].push_back(std::move(value));
+}
 
 void Report::verdict(const std::string& text) {
   verdict_ = text;
@@ -190,6 +224,7 @@ std::filesystem::path Report::save() const {
     j["plots"].push_back({{"name", p.name}, {"table", p.table}, {"x", p.x}, {"y", p.y}, {"title", p.title},
                           {"xlabel", p.xlabel}, {"ylabel", p.ylabel}, {"logy", p.logy}, {"kind", p.kind},
                           {"roofs", p.roofs}, {"reference", p.reference}, {"reference_roof", p.reference_roof}});
+  for (const auto& [key, value] : records_.items()) j[key] = value;
   j["verdict"] = verdict_;
   const auto path = dir_ / (lab_ + ".json");
   std::ofstream out(path);

@@ -27,43 +27,65 @@ namespace servelab::lab {
 /// One table cell: text, an integer, or a number printed with its column's precision.
 using Cell = std::variant<std::string, long long, double>;
 
-/// A named table with typed cells; printed as Markdown and saved as CSV/JSON.
+/// One column of a table: its header and how many digits its numbers print with.
+struct Column {
+  std::string header;  ///< units in brackets, e.g. "time [ms]"
+  int precision = 0;   ///< digits after the point for double cells (text and integer cells ignore it)
+};
+
+/**
+ * @brief A named table with typed cells; printed as Markdown and saved as CSV/JSON.
+ *
+ * @code
+ *   Table t{.name = "latency", .title = "Request latency",
+ *           .columns = {{"metric"}, {"median [ms]", 2}, {"p99 [ms]", 2}}};
+ *   t.add_row({std::string("TTFT"), 12.3, 15.0});
+ *   t.number(0, "p99 [ms]");  // 15.0: verdicts read cells by column name
+ * @endcode
+ */
 struct Table {
-  std::string name;                  ///< file-safe id, e.g. "kv_cache_speedup"
-  std::string title;                 ///< heading printed above the table
-  std::vector<std::string> columns;  ///< column headers (units in brackets, e.g. "time [ms]")
-  std::vector<int> precision;        ///< digits after the point for double cells, per column
-  std::vector<std::vector<Cell>> rows;  ///< the rows; each has columns.size() cells
-  std::string note;                  ///< optional line printed under the table
+  std::string name{};                   ///< file-safe id, e.g. "kv_cache_speedup"
+  std::string title{};                  ///< heading printed above the table
+  std::vector<Column> columns{};        ///< headers and precisions, left to right
+  std::vector<std::vector<Cell>> rows{};  ///< the rows; each has columns.size() cells
+  std::string note{};                   ///< optional line printed under the table
 
   /// Appends a row; @throws Error when its width differs from the header's.
   void add_row(std::vector<Cell> row);
+  /// Index of the column headed @p header; @throws Error naming the table when there is none.
+  std::size_t column(const std::string& header) const;
+  /// The headers of columns @p from.. (e.g. a plot's lines: every column after the x axis).
+  std::vector<std::string> headers(std::size_t from = 0) const;
+  /// The cell of row @p row (negative: from the end, -1 = last) in the column headed @p header.
+  const Cell& cell(long row, const std::string& header) const;
+  /// cell() as a number (an integer cell widened); @throws Error when the cell is text.
+  double number(long row, const std::string& header) const;
   /// Prints the table as fixed-width Markdown.
   void print_markdown(std::ostream& os) const;
   /// Writes the table as CSV (full precision).
   void write_csv(const std::filesystem::path& path) const;
-  /// The table as JSON: {"name", "title", "columns", "rows"}.
+  /// The table as JSON: {"name", "title", "columns" (headers), "precision", "rows", "note"}.
   nlohmann::ordered_json to_json() const;
 };
 
 /// A plot drawn by tools/plot_lab.py from tables in the JSON.
 struct PlotSpec {
-  std::string name;                 ///< output file stem
-  std::string table;                ///< table to read
-  std::string x;                    ///< column for the x axis
-  std::vector<std::string> y;       ///< columns drawn as lines
-  std::string title;                ///< plot title
-  std::string xlabel;               ///< x axis label
-  std::string ylabel;               ///< y axis label
+  std::string name{};                 ///< output file stem
+  std::string table{};                ///< table to read
+  std::string x{};                    ///< column for the x axis
+  std::vector<std::string> y{};       ///< columns drawn as lines
+  std::string title{};                ///< plot title
+  std::string xlabel{};               ///< x axis label
+  std::string ylabel{};               ///< y axis label
   bool logy = false;                ///< logarithmic y axis
   /// "line", or "roofline": log-log points (x = intensity, y = FLOP/s) under the
   /// roofs listed in table @ref roofs (columns "hardware", "peak GFLOP/s", "bandwidth GB/s").
   std::string kind = "line";
-  std::string roofs;                ///< roofline only: the table of roofs
+  std::string roofs{};                ///< roofline only: the table of roofs
   /// roofline only: a table of reference steps (columns "step", "intensity [FLOP/B]") drawn on the roof
   /// named @ref reference_roof, where they would run at the attainable rate (e.g. a source article's examples).
-  std::string reference;
-  std::string reference_roof;       ///< roofline only: the "hardware" row of @ref roofs the reference steps sit on
+  std::string reference{};
+  std::string reference_roof{};       ///< roofline only: the "hardware" row of @ref roofs the reference steps sit on
 };
 
 /// Collects one lab run's settings, tables and plots, prints them, and saves them.
@@ -84,6 +106,8 @@ class Report {
   void add_table(const Table& table, bool print = true);
   /// Adds a plot drawn later from the JSON.
   void add_plot(PlotSpec plot);
+  /// Appends @p value to the JSON array @p key (not printed): e.g. the configurations a lab ran.
+  void record(const std::string& key, nlohmann::ordered_json value);
   /// Records and prints the one-line verdict.
   void verdict(const std::string& text);
   /// Writes \<lab\>.json and one CSV per table; returns the JSON path.
@@ -98,6 +122,7 @@ class Report {
   nlohmann::ordered_json settings_ = nlohmann::ordered_json::object();  // printed in insertion order
   std::vector<Table> tables_;
   std::vector<PlotSpec> plots_;
+  nlohmann::ordered_json records_ = nlohmann::ordered_json::object();  // record()'s arrays, by key
   std::string verdict_;
 };
 

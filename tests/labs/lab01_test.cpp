@@ -12,7 +12,10 @@ using namespace servelab;
 
 TEST_CASE("lab 01 is the bottom of the ladder: no KV cache", "[lab01]") {
   CHECK_FALSE(Techniques::for_lab(1).kv_cache);
+  CHECK_FALSE(configure(Techniques::for_lab(1), test::example_base()).engine.enable_kv_cache);
   REQUIRE_ERROR_MENTIONS(Techniques::for_lab(0), "lab 0");
+  // A contiguous layout reserves one region of max_model_len tokens: configure() needs that length.
+  REQUIRE_ERROR_MENTIONS(configure(Techniques::for_lab(1), LabConfig{}), "max_model_len");
 }
 
 TEST_CASE("without a cache step k feeds prompt + k - 1 tokens and the tokens equal the cached path", "[lab01]") {
@@ -44,6 +47,9 @@ TEST_CASE("TTFT is the first step and TPOT = (E2E - TTFT) / (n - 1)", "[lab01]")
 TEST_CASE("lab 01 --quick prints its tables and writes JSON and CSV", "[lab01]") {
   test::ScratchDir out("lab01");
   const auto [r, dir, results] = test::run_lab_quick(LAB01_EXE, "01_autoregressive", out.path());
+  // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
+  CHECK(differences(test::ran(results, "recompute", 1), test::ran(results, "reference", 2)) ==
+        test::Fields{"engine.enable_kv_cache"});
   CHECK(r.out.find("Per-step cost without a KV cache") != std::string::npos);
   CHECK(r.out.find("Tokens equal the reference path") != std::string::npos);
   const auto& steps = test::table(results, "steps");

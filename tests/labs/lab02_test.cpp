@@ -13,10 +13,8 @@
 
 using namespace servelab;
 
-TEST_CASE("lab 02 = lab 01 + the KV cache switch", "[lab02]") {
-  const Techniques one = Techniques::for_lab(1), two = Techniques::for_lab(2);
-  CHECK(two.kv_cache);
-  CHECK_FALSE(one.kv_cache);
+TEST_CASE("lab 02 = lab 01 + the KV cache switch: configure() differs in exactly its fields", "[lab02]") {
+  CHECK(test::ladder_step(2) == test::Fields{"engine.enable_kv_cache"});
 }
 
 TEST_CASE("the cache changes no token on the lab's default preset (deterministic mode)", "[lab02]") {
@@ -70,6 +68,9 @@ TEST_CASE("work formulas: hand-computed cases and prefill = sum of decode steps"
 TEST_CASE("lab 02 --quick prints the article's table after checking token identity", "[lab02]") {
   test::ScratchDir out("lab02");
   const auto [r, dir, results] = test::run_lab_quick(LAB02_EXE, "02_kv_cache", out.path());
+  // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
+  CHECK(differences(test::ran(results, "no cache", 1), test::ran(results, "KV cache", 2)) ==
+        test::Fields{"engine.enable_kv_cache"});
   const auto& speed = test::table(results, "kv_cache_speedup");
   REQUIRE(speed["rows"].size() == 2);
   for (const auto& row : speed["rows"]) CHECK(row[test::column(speed, "same tokens")] == "yes");

@@ -16,6 +16,10 @@
 
 using namespace servelab;
 
+TEST_CASE("lab 03 = lab 02: it measures, it switches nothing on", "[lab03]") {
+  CHECK(test::ladder_step(3).empty());
+}
+
 TEST_CASE("the prefill/decode article's table: a 4096 projection in fp16 at 410 / 683 / 1 / 32 FLOP per byte", "[lab03]") {
   auto intensity = [](int M) { return gemm_work(M, 4096, 4096, DType::F16, DType::F16).intensity(); };
   CHECK(intensity(512) == Approx(409.6));    // ~410
@@ -138,6 +142,8 @@ TEST_CASE("the lab warns that the machine was busy when its own repeated roofs d
 TEST_CASE("lab 03 --quick prints the seed table and checks counted work against the formula", "[lab03]") {
   test::ScratchDir out("lab03");
   const auto results = test::run_lab_quick(LAB03_EXE, "03_roofline", out.path()).results;
+  // The steps were measured in lab 02's configuration, as configure() builds it.
+  CHECK(test::ran(results, "measured steps", 3).engine.enable_kv_cache);
   const auto& seed = test::table(results, "seed_table");
   const auto col = test::column(seed, "intensity [FLOP/B]");
   const double expected[] = {409.6, 682.67, 1.0, 31.5};

@@ -10,20 +10,17 @@
 
 using namespace servelab;
 
-TEST_CASE("lab 04 = lab 03 + paged KV blocks and continuous batching", "[lab04]") {
-  const Techniques three = Techniques::for_lab(3), four = Techniques::for_lab(4);
-  CHECK_FALSE(three.paged_kv_cache);
-  CHECK_FALSE(three.continuous_batching);
-  CHECK(four.kv_cache);
-  CHECK(four.paged_kv_cache);
-  CHECK(four.continuous_batching);
-  CHECK_FALSE(four.flash_attention);
+TEST_CASE("lab 04 = lab 03 + paged KV blocks and continuous batching: configure() differs in exactly its fields", "[lab04]") {
+  CHECK(test::ladder_step(4) == test::Fields{"engine.scheduler.policy", "engine.block_size"});
   REQUIRE_ERROR_MENTIONS(Techniques::for_lab(8), "lab 8");
 }
 
 TEST_CASE("lab 04 --quick prints the three tables with the same tokens under every policy", "[lab04]") {
   test::ScratchDir out("lab04");
   const auto [r, dir, results] = test::run_lab_quick(LAB04_EXE, "04_paged_attention", out.path());
+  // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
+  CHECK(differences(test::ran(results, "one at a time", 3), test::ran(results, "continuous", 4)) ==
+        test::Fields{"engine.scheduler.policy", "engine.block_size"});
   // The seed's example: contiguous refuses D although enough tokens are free; paged fits it.
   const auto& seed = test::table(results, "seed_example");
   REQUIRE(seed["rows"].size() == 2);

@@ -12,18 +12,16 @@
 
 using namespace servelab;
 
-TEST_CASE("lab 05 = lab 04 + flash attention", "[lab05]") {
-  const Techniques four = Techniques::for_lab(4), five = Techniques::for_lab(5);
-  CHECK_FALSE(four.flash_attention);
-  CHECK(five.paged_kv_cache);
-  CHECK(five.continuous_batching);
-  CHECK(five.flash_attention);
-  CHECK_FALSE(five.chunked_prefill);
+TEST_CASE("lab 05 = lab 04 + flash attention: configure() differs in exactly its fields", "[lab05]") {
+  CHECK(test::ladder_step(5) == test::Fields{"model.attention"});
 }
 
 TEST_CASE("lab 05 --quick validates every version and keeps lab 04's tokens", "[lab05]") {
   test::ScratchDir out("lab05");
   const auto [r, dir, results] = test::run_lab_quick(LAB05_EXE, "05_flash_attention", out.path());
+  // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
+  CHECK(differences(test::ran(results, "serving, lab 04", 4), test::ran(results, "serving, flash", 5)) ==
+        test::Fields{"model.attention"});
   // Prefill: five versions at each of the two quick lengths, none left out.
   const auto& prefill = test::table(results, "prefill");
   REQUIRE(prefill["rows"].size() == 10);

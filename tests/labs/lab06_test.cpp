@@ -8,16 +8,18 @@
 
 using namespace servelab;
 
-TEST_CASE("lab 06 = lab 04 + chunked prefill", "[lab06]") {
-  CHECK_FALSE(Techniques::for_lab(4).chunked_prefill);
-  CHECK(Techniques::for_lab(6).chunked_prefill);
-  CHECK(Techniques::for_lab(6).continuous_batching);
-  CHECK(Techniques::for_lab(6).flash_attention);
+TEST_CASE("lab 06 = lab 05 + chunked prefill: configure() differs in exactly its fields", "[lab06]") {
+  CHECK(test::ladder_step(6) == test::Fields{"engine.scheduler.enable_chunked_prefill"});
 }
 
 TEST_CASE("lab 06 --quick splits the long prompt and keeps every token", "[lab06]") {
   test::ScratchDir out("lab06");
   const auto [r, dir, results] = test::run_lab_quick(LAB06_EXE, "06_chunked_prefill", out.path());
+  // No chunking needs a budget a whole long prompt fits in; chunked runs at the --budgets value.
+  // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
+  CHECK(differences(test::ran(results, "head-of-line, no chunking", 5),
+                    test::ran(results, "head-of-line, chunked, budget 128", 6)) ==
+        test::Fields{"engine.scheduler.max_num_batched_tokens", "engine.scheduler.enable_chunked_prefill"});
   const auto& hol = test::table(results, "head_of_line");
   REQUIRE(hol["rows"].size() == 2);
   const auto prefill_steps = test::column(hol, "steps with prefill"), hash = test::column(hol, "tokens hash");

@@ -7,15 +7,16 @@
 
 using namespace servelab;
 
-TEST_CASE("lab 07 = lab 06 + disaggregation", "[lab07]") {
-  CHECK_FALSE(Techniques::for_lab(6).disaggregation);
-  CHECK(Techniques::for_lab(7).disaggregation);
-  CHECK(Techniques::for_lab(7).chunked_prefill);
+TEST_CASE("lab 07 = lab 06 + disaggregation: configure() differs in exactly its fields", "[lab07]") {
+  CHECK(test::ladder_step(7) == test::Fields{"disaggregated"});
 }
 
 TEST_CASE("lab 07 --quick prints five tables: (a)-(c) from real transfers, (d) and (e) simulated", "[lab07]") {
   test::ScratchDir out("lab07");
   const auto [r, dir, results] = test::run_lab_quick(LAB07_EXE, "07_disaggregation", out.path());
+  // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
+  CHECK(differences(test::ran(results, "colocated", 6), test::ran(results, "1P1D", 7)) ==
+        test::Fields{"disaggregated"});
   const auto& a = test::table(results, "kv_bytes_per_request");
   REQUIRE(a["rows"].size() == 9);
   CHECK(a["rows"][4][test::column(a, "KV bytes")] == 268435456);  // llama-3-8b, 2,048 tokens

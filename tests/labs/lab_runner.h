@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "serve/ladder.h"
 #include "test_util.h"
 
 namespace servelab::test {
@@ -89,5 +90,42 @@ inline std::size_t column(const nlohmann::json& table, const std::string& column
   FAIL("table " << table["name"] << " has no column " << column);
   throw;
 }
+
+
+/**
+ * @brief The configuration that run @p run of a lab recorded (results' "configurations"),
+ *        after checking that it is lab @p lab's rung: configure(for_lab(lab), base) with
+ *        the base the run recorded, field for field.
+ */
+inline LabConfig ran(const nlohmann::json& results, const std::string& run, int lab) {
+  REQUIRE(results.contains("configurations"));
+  for (const auto& c : results["configurations"]) {
+    if (c["run"] != run) continue;
+    CHECK(c["lab"] == lab);
+    const LabConfig recorded = lab_config_from_json(c["ran"]);
+    INFO("run '" << run << "' differs from configure(for_lab(" << lab << "), its base) in these fields");
+    CHECK(differences(configure(Techniques::for_lab(lab), lab_config_from_json(c["base"])), recorded).empty());
+    return recorded;
+  }
+  FAIL("results record no configuration for run " << run);
+  throw;
+}
+
+/// A base as a lab builds one: the flags' defaults, and a max_model_len for the contiguous rungs.
+inline LabConfig example_base() {
+  LabConfig base;
+  base.engine.max_model_len = 256;
+  base.engine.kv_cache_memory = 1 << 20;
+  base.model.deterministic = true;
+  return base;
+}
+
+/// The fields in which lab @p lab's configuration differs from lab @p lab - 1's, over example_base().
+inline std::vector<std::string> ladder_step(int lab) {
+  return differences(configure(Techniques::for_lab(lab - 1), example_base()),
+                     configure(Techniques::for_lab(lab), example_base()));
+}
+
+using Fields = std::vector<std::string>;
 
 }  // namespace servelab::test
