@@ -33,8 +33,9 @@ Command add_worker_command(CLI::App& app) {
   worker->add_option("--max-num-seqs", w.max_num_seqs, "most requests in one engine step")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   worker->add_option("--max-num-batched-tokens", w.max_num_batched_tokens,
-                     "most tokens in one engine step (a whole prompt must fit)")
+                     "most tokens in one engine step (a whole prompt must fit, unless --enable-chunked-prefill)")
       ->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  worker->add_flag("--enable-chunked-prefill", w.enable_chunked_prefill, "split long prompts over steps (lab 06)");
   worker->add_option("--kv-transfer", a->mode, "write (prefill puts), read (decode gets) or send (tagged send/recv)")
       ->check(CLI::IsMember({"write", "read", "send"}))->capture_default_str();
   worker->add_flag("--layerwise", w.layerwise,

@@ -42,6 +42,9 @@ std::unique_ptr<Model> load_model(const WorkerConfig& c) {
   // The streamer's thread owns the transport during a step, so a step may stream one prompt only,
   // and a worker of both roles, whose decodes share its steps, does not stream (a decode worker
   // takes the flag and ignores it: the prefill side streams).
+  // A layer's KV is final only after the prompt's last chunk: streaming needs the prompt in one step.
+  check(!c.layerwise || !c.enable_chunked_prefill, "--layerwise streams one forward pass: it cannot take "
+        "--enable-chunked-prefill");
   check(!c.layerwise || c.role != WorkerRole::BOTH, "--layerwise streams from a prefill worker's steps: it needs --role "
         "prefill (or decode, which ignores it), got both");
   return cli::load_model(c.model);
@@ -53,6 +56,7 @@ EngineConfig engine_config(const WorkerConfig& c) {
   e.num_gpu_blocks_override = c.num_blocks;
   e.scheduler.max_num_seqs = c.layerwise && c.role == WorkerRole::PREFILL ? 1 : c.max_num_seqs;
   e.scheduler.max_num_batched_tokens = c.max_num_batched_tokens;
+  e.scheduler.enable_chunked_prefill = c.enable_chunked_prefill;
   e.scheduler.hold_finished_kv = true;  // each role releases a request once its KV has been moved or it has finished
   e.log = [role = std::string(to_string(c.role))](const std::string& line) {
     std::cerr << "servelab worker (" << role << "): " << line << "\n";

@@ -58,7 +58,8 @@ struct WorkerConfig {
   int num_blocks = 256;              ///< --num-blocks: KV blocks in this worker's pool
   int block_size = 16;               ///< --block-size: tokens per block (must match the peer's)
   int max_num_seqs = 16;             ///< --max-num-seqs: most requests in one engine step
-  int max_num_batched_tokens = 2048; ///< --max-num-batched-tokens: most tokens in one step (a whole prompt must fit)
+  int max_num_batched_tokens = 2048; ///< --max-num-batched-tokens: most tokens in one step
+  bool enable_chunked_prefill = false;  ///< --enable-chunked-prefill: a prompt may take several steps (lab 06's switch)
   TransferMode mode = TransferMode::WRITE;  ///< --kv-transfer
   bool layerwise = false;            ///< --layerwise: stream each layer's KV during the forward pass (WRITE only)
   std::string link = "none";         ///< --link: emulated interconnect (link.h)

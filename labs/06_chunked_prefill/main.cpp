@@ -199,9 +199,13 @@ int main(int argc, char** argv) {
                                     total_sweep + static_cast<long>(workload.size()) * block_size);
     base.engine.kv_cache_memory = kv_cache_bytes_for(c, 1, 1) * static_cast<std::size_t>(kv_tokens);
     // Lab 05's rung without chunks (a whole prompt must fit the budget), lab 06's with them.
-    const auto lab_config = [](bool chunked, LabConfig at, int budget) {
+    // The budget is part of the base: each run's rung is configure() over its own budget's base.
+    const auto with_budget = [](LabConfig at, int budget) {
       at.engine.scheduler.max_num_batched_tokens = budget;
-      return configure(Techniques::for_lab(chunked ? 6 : 5), at);
+      return at;
+    };
+    const auto lab_config = [&](bool chunked, const LabConfig& at, int budget) {
+      return configure(Techniques::for_lab(chunked ? 6 : 5), with_budget(at, budget));
     };
     auto engine_config = [&](bool chunked, int budget) { return lab_config(chunked, base, budget).engine; };
 
@@ -224,7 +228,8 @@ int main(int argc, char** argv) {
                                 static_cast<long>(sweep.size()) * spec.num_requests * 64);
     for (const auto& [chunked, budget] : configs) {
       const LabConfig config = lab_config(chunked, base, budget);
-      record_configuration(report, "head-of-line, " + budget_name(chunked, budget), chunked ? 6 : 5, base, config);
+      record_configuration(report, "head-of-line, " + budget_name(chunked, budget), chunked ? 6 : 5,
+                           with_budget(base, budget), config);
       use_config(*model, config);
       Engine engine(*model, config.engine);
       std::vector<int> long_ids;

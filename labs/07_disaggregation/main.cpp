@@ -43,11 +43,11 @@ namespace {
 
 constexpr double kTimeout = 120;  // longest a lab run waits for its requests
 
-// One router, one prefill and one decode worker, for as long as the object lives; a worker's
-// step holds up to max_num_batched_tokens tokens, so a whole prompt must fit.
+// One router, one prefill and one decode worker, for as long as the object lives; @p engine_flags
+// set up the workers' engines (the budget, chunking, attention).
 struct Cluster {
   Cluster(const std::string& exe, const LabOptions& o, const std::string& tls, const std::string& mode,
-          const std::string& link, int threads, int max_num_batched_tokens, bool layerwise = false) {
+          const std::string& link, int threads, const std::vector<std::string>& engine_flags, bool layerwise = false) {
     const std::string file = (std::filesystem::temp_directory_path() /
                               ("servelab-lab07-" + std::to_string(::getpid()) + "-" + std::to_string(count++)))
                                  .string();
@@ -61,8 +61,8 @@ struct Cluster {
     for (const char* role : {"prefill", "decode"}) {
       std::vector<std::string> argv{exe, "worker", "--role", role, "--router", endpoint, "--threads",
                                     std::to_string(threads), "--kv-transfer", mode, "--link", link,
-                                    "--weights-seed", std::to_string(o.seed), "--num-blocks", "2048",
-                                    "--max-num-batched-tokens", std::to_string(max_num_batched_tokens)};
+                                    "--weights-seed", std::to_string(o.seed), "--num-blocks", "2048", "--dtype", o.dtype};
+      argv.insert(argv.end(), engine_flags.begin(), engine_flags.end());
       if (layerwise) argv.push_back("--layerwise");
       if (o.model_dir.empty()) argv.insert(argv.end(), {"--preset", o.preset});
       else argv.insert(argv.end(), {"--model", o.model_dir});
@@ -208,7 +208,9 @@ int main(int argc, char** argv) {
     double sm_write_bytes_per_second = 0;  // the transport table (c)'s 1P1D uses, for the simulator check
     Progress bar("transfers", static_cast<long>(configs.size()));
     for (const auto& [tls, mode, link, layerwise] : configs) {
-      Cluster cluster(exe, o, tls, mode, link, threads, std::max(2048, prompt_len), layerwise);
+      // Whole prompts in one step: the transfer follows one forward pass (and --layerwise streams it).
+      Cluster cluster(exe, o, tls, mode, link, threads,
+                      {"--max-num-batched-tokens", std::to_string(std::max(2048, prompt_len))}, layerwise);
       (void)run_client(cluster.endpoint, std::span(same).first(1), kTimeout);  // warm-up: connections are made on first use
       const std::vector<ClientResult> rs = run_client(cluster.endpoint, same, kTimeout);
       for (const ClientResult& r : rs) {
@@ -266,9 +268,13 @@ int main(int argc, char** argv) {
     record_configuration(report, "1P1D", 7, base, lab7);
     auto colocated = load_model(o, lab6.model);
     use_config(*colocated, lab6);
-    // Disaggregated: a prefill and a decode worker with half the threads each. The worker command takes no
-    // attention flag (it runs its default kernels), and its step holds a whole prompt (2,048 tokens).
-    Cluster cluster(exe, o, "sm", "write", "none", lab7.model.num_threads / 2, 2048);
+    // Disaggregated: a prefill and a decode worker with half the threads each, whose engines run lab 07's
+    // configuration: the budget, chunked prefill and attention kernels of the colocated engine.
+    std::vector<std::string> lab7_flags = {"--max-num-batched-tokens",
+                                           std::to_string(lab7.engine.scheduler.max_num_batched_tokens), "--attention",
+                                           to_string(lab7.model.attention)};
+    if (lab7.engine.scheduler.enable_chunked_prefill) lab7_flags.push_back("--enable-chunked-prefill");
+    Cluster cluster(exe, o, "sm", "write", "none", lab7.model.num_threads / 2, lab7_flags);
     std::vector<std::pair<Work, double>> steps;           // the colocated steps: the simulator's calibration data
     std::vector<std::vector<WorkloadRequest>> workloads;  // per pattern, for the simulator check
     std::vector<std::array<ServingMetrics, 2>> real;      // per pattern: colocated, 1P1D

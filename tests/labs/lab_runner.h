@@ -103,8 +103,12 @@ inline LabConfig ran(const nlohmann::json& results, const std::string& run, int 
     if (c["run"] != run) continue;
     CHECK(c["lab"] == lab);
     const LabConfig recorded = lab_config_from_json(c["ran"]);
-    INFO("run '" << run << "' differs from configure(for_lab(" << lab << "), its base) in these fields");
-    CHECK(differences(configure(Techniques::for_lab(lab), lab_config_from_json(c["base"])), recorded).empty());
+    const std::vector<std::string> diff =
+        differences(configure(Techniques::for_lab(lab), lab_config_from_json(c["base"])), recorded);
+    std::string fields;
+    for (const std::string& f : diff) fields += " " + f;
+    INFO("run '" << run << "' differs from configure(for_lab(" << lab << "), its base) in:" << fields);
+    CHECK(diff.empty());
     return recorded;
   }
   FAIL("results record no configuration for run " << run);

@@ -35,6 +35,7 @@ struct ClusterOptions {
   bool both = false;             // one worker of role both instead of a prefill and a decode worker
   bool layerwise = false;        // --layerwise
   int prefill_workers = 1, decode_workers = 1;  // xPyD (not with both)
+  std::vector<std::string> engine_flags = {};    // more flags for every worker's engine
 };
 
 // A router and one worker of each role, stopped (and reaped) when it goes out of scope.
@@ -71,6 +72,7 @@ struct Cluster {
                                   std::to_string(options.kv_timeout), "--router-timeout",
                                   std::to_string(options.router_timeout), "--link", options.link};
     if (options.layerwise) argv.push_back("--layerwise");
+    argv.insert(argv.end(), options.engine_flags.begin(), options.engine_flags.end());
     return std::make_unique<ChildProcess>(argv, env);
   }
   // Shuts everything down and returns the workers' exit statuses (0: no block held at exit).
@@ -314,6 +316,27 @@ TEST_CASE("a sampled request and a stop token reach the decode worker: the coloc
   CHECK(s.tokens == std::vector<std::int32_t>(sampled[0].tokens.begin(), first_stop + 1));
   CHECK(s.tokens == colocated_tokens(stopped)[0]);
   CHECK(cluster.stop() == std::pair{std::optional<int>(0), std::optional<int>(0)});
+}
+
+TEST_CASE("workers with lab 06's chunked prefill (budget 8, prompts up to 17 tokens): the colocated tokens", "[disagg]") {
+  const std::string role = GENERATE("split", "both");
+  INFO(role);
+  Cluster cluster({.both = role == "both",
+                   .engine_flags = {"--enable-chunked-prefill", "--max-num-batched-tokens", "8"}});
+  const std::vector<ClientRequest> rs = requests();
+  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
+  if (role == "split") {
+    check_against_colocated(rs, results);
+  } else {
+    const auto expected = colocated_tokens(rs);
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      REQUIRE(results[i].error.empty());
+      CHECK(results[i].tokens == expected[i]);
+    }
+  }
+  const auto [prefill, decode] = cluster.stop();
+  CHECK(prefill == std::optional<int>(0));
+  CHECK(decode == std::optional<int>(0));
 }
 
 TEST_CASE("a full decode worker makes requests wait, and refuses one that can never fit, with a reason", "[disagg]") {
