@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Checks that the C++/CUDA lines changed since BASE (default: the parent commit) follow .clang-format.
+# Prints the reformatting it would make and exits 1 when there is any; `git clang-format BASE` applies it.
+# Usage: bash scripts/check_format.sh [BASE]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+base="${1:-HEAD~1}"
+command -v git-clang-format > /dev/null || { echo "check_format: git-clang-format is missing (Debian: clang-format)" >&2; exit 1; }
+git rev-parse --verify --quiet "$base^{commit}" > /dev/null || { echo "check_format: no commit $base to compare with" >&2; exit 1; }
+out=$(git clang-format --quiet --diff --extensions cpp,h,cu,cuh "$base" -- engine apps labs tests bench || true)
+if [ -n "$out" ] && [ "$out" != "no modified files to format" ] && [ "$out" != "clang-format did not modify any files" ]; then
+  echo "$out"
+  echo "check_format: the lines above changed since $base do not follow .clang-format; run: git clang-format $base" >&2
+  exit 1
+fi
+echo "check_format: the C++ lines changed since $base follow .clang-format" >&2
