@@ -1,8 +1,8 @@
 /**
  * @file serve.h
  * @brief `servelab serve` and `servelab bench serve`: the subcommands that
- *        start the OpenAI-compatible server (engine/server/http_server.h) and
- *        its benchmark client (engine/server/bench_client.h).
+ *        start the OpenAI-compatible server (engine/http/http_server.h) and
+ *        its benchmark client (engine/loadgen/bench_client.h).
  */
 #pragma once
 

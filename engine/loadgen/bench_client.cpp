@@ -1,4 +1,4 @@
-#include "server/bench_client.h"
+#include "loadgen/bench_client.h"
 
 #include <httplib.h>
 #include <pthread.h>
