@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/json.h"
+#include "core/random.h"
 #include "core/timer.h"
 #include "serve/replay.h"
 

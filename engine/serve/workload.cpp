@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/random.h"
 
 namespace servelab {
 
@@ -18,7 +19,9 @@ std::vector<std::int32_t> synthetic_prompt(int length, int vocab_size, std::uint
   check(length >= 1, "--prompt-len must be >= 1, got ", length);
   check(vocab_size >= 1, "synthetic prompt: vocab_size must be >= 1, got ", vocab_size);
   std::vector<std::int32_t> ids(length);
-  std::uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
+  // Knuth's MMIX LCG, not SplitMix64 (core/random.h): every synthetic prompt id, and so every
+  // lab's token hash, comes from this stream, and another generator would change them all.
+  std::uint64_t state = seed * kSplitMixGamma + 1;
   for (auto& id : ids) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;  // Knuth's MMIX LCG
     id = static_cast<std::int32_t>((state >> 33) % static_cast<std::uint64_t>(vocab_size));
@@ -26,43 +29,9 @@ std::vector<std::int32_t> synthetic_prompt(int length, int vocab_size, std::uint
   return ids;
 }
 
-// ---- random numbers ---------------------------------------------------------
-
-namespace {
-
-constexpr std::uint64_t kGolden = 0x9e3779b97f4a7c15ull;  // 2^64 / golden ratio, SplitMix64's increment
-constexpr double kPi = 3.14159265358979323846;
-
-// SplitMix64's output function: a bijective mix, so distinct inputs give distinct outputs.
-std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
-
-std::uint64_t SplitMix64::next_u64() { return mix64(state_ += kGolden); }
-
-double SplitMix64::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
-
-int SplitMix64::uniform_int(int lo, int hi) {
-  check(lo <= hi, "uniform_int: lo (", lo, ") must be <= hi (", hi, ")");
-  const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(hi) - lo) + 1;
-  return static_cast<int>(lo + static_cast<std::int64_t>(next_u64() % span));
-}
-
-double SplitMix64::normal() {
-  const double u1 = 1.0 - uniform();  // (0, 1]: log(u1) is finite
-  const double u2 = uniform();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * kPi * u2);
-}
-
-double SplitMix64::exponential(double rate) { return -std::log1p(-uniform()) / rate; }
-
 std::uint64_t request_seed(std::uint64_t seed, std::uint64_t index, std::uint64_t purpose) {
   // Two rounds of the mix: request streams of neighbouring seeds and indices share no structure.
-  return mix64(mix64(seed + kGolden * (index + 1)) ^ (0xd1b54a32d192ed03ull * (purpose + 1)));
+  return mix64(mix64(seed + kSplitMixGamma * (index + 1)) ^ (0xd1b54a32d192ed03ull * (purpose + 1)));
 }
 
 // ---- length distributions ---------------------------------------------------

@@ -16,13 +16,7 @@
  *    {arrival_s 0.41, prompt_ids[310], max_tokens 77}, ... ]   sorted by arrival
  * @endverbatim
  *
- * Every random draw comes from SplitMix64 below, not from `<random>`: the C++
- * standard fixes the engines' output but not the distributions' algorithms,
- * so std::normal_distribution gives different numbers under libstdc++ and
- * libc++. Integer draws are therefore identical everywhere; the few
- * transcendental functions (log, exp, cos) come from the platform's libm,
- * which may differ in the last bit, and can move a length by one token only
- * when it lands exactly on a rounding boundary.
+ * Every random draw is a SplitMix64 stream (core/random.h), seeded per request.
  *
  * @see labs/04_paged_attention/README.md
  */
@@ -33,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/random.h"
 #include "core/stats.h"
 
 namespace servelab {
@@ -52,34 +47,6 @@ inline constexpr int kMaxWorkloadRequests = 1'000'000;
 inline constexpr std::int64_t kMaxWorkloadFileBytes = std::int64_t{256} << 20;
 /// Deepest JSON nesting a workload line may have (a line is depth 1, its prompt_ids array depth 2).
 inline constexpr int kMaxWorkloadJsonDepth = 4;
-
-/**
- * @brief A small portable random number generator: Steele, Lea and Flood's
- *        SplitMix64 (the seeding generator of Java's SplittableRandom and of
- *        xoshiro), plus the three transforms a workload needs.
- *
- * One 64-bit counter advanced by the golden-ratio constant, then a bijective
- * mix; every seed, including 0, gives a full-period stream.
- */
-class SplitMix64 {
- public:
-  /// A stream starting from @p seed.
-  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  /// The next 64 random bits.
-  std::uint64_t next_u64();
-  /// Uniform double in [0, 1), from the top 53 bits (every value a multiple of 2^-53).
-  double uniform();
-  /// Uniform integer in [lo, hi], both inclusive (modulo bias below 2^-32 for spans < 2^32).
-  int uniform_int(int lo, int hi);
-  /// Standard normal N(0, 1) by Box–Muller, one output per two uniforms (the sine half is dropped
-  /// so that every draw consumes exactly two numbers).
-  double normal();
-  /// Exponential with rate @p rate (mean 1 / rate) by inverse CDF: -ln(1 - u) / rate.
-  double exponential(double rate);
-
- private:
-  std::uint64_t state_;
-};
 
 /**
  * @brief The seed of request @p index's own random stream (its lengths, its

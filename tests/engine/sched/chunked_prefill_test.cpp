@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "model/model.h"
 #include "sched/scheduler.h"
 #include "scheduler_sim.h"

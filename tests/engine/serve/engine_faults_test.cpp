@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "serve/engine.h"
 #include "serve/generate.h"
 #include "serve/workload.h"
