@@ -36,7 +36,6 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/thread_pool.h"
-#include "serve/workload.h"
 #include "core/timer.h"
 #include "model/model.h"
 #include "serve/generate.h"
@@ -44,6 +43,7 @@
 #include "tokenizer/pretrained.h"
 #include "tokenizer/utf8.h"
 #include "serve.h"
+#include "workload/synthetic_prompt.h"
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include "scheduler_sim.h"
 #include "serve/engine.h"
 #include "serve/generate.h"
-#include "serve/workload.h"
 #include "test_util.h"
+#include "workload/synthetic_prompt.h"
 
 using namespace servelab;
 using test::Sim;

@@ -5,8 +5,8 @@
 #include "core/random.h"
 #include "model/model.h"
 #include "serve/engine.h"
-#include "serve/workload.h"
 #include "test_util.h"
+#include "workload/synthetic_prompt.h"
 
 using namespace servelab;
 

@@ -8,8 +8,12 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "serve/workload.h"
+#include "core/random.h"
 #include "test_util.h"
+#include "workload/summary.h"
+#include "workload/synthetic_prompt.h"
+#include "workload/workload.h"
+#include "workload/workload_file.h"
 
 using namespace servelab;
 
