@@ -214,7 +214,7 @@ void step_table(const Settings& set, const ModelConfig& c, const Roofs& roofs) {
       if (run > 0) per_step.push_back((now_seconds() - start) / kDecodeSteps);
     }
     const double s = summarize(per_step).median;
-    const double kv = 2.0 * c.num_hidden_layers * c.kv_dim() * (kContext + kDecodeSteps / 2.0) * sizeof(float) * m.batch;
+    const double kv = static_cast<double>(kv_bytes_per_token(c, DType::F32)) * (kContext + kDecodeSteps / 2.0) * m.batch;
     row("decode", std::string(m.name) + ", context " + std::to_string(kContext), s, 0,
         static_cast<double>(decode_weight_bytes(c, DType::BF16)) + kv, roofs, false);
   }

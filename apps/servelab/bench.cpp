@@ -8,7 +8,7 @@
 #include "core/json.h"
 #include "engine_flags.h"
 #include "command.h"
-#include "server/bench_client.h"
+#include "loadgen/bench_client.h"
 
 namespace servelab::cli {
 

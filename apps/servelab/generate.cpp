@@ -16,7 +16,7 @@
 #include "core/hash.h"
 #include "core/timer.h"
 #include "serve/generate.h"
-#include "serve/workload.h"
+#include "workload/synthetic_prompt.h"
 #include "text_input.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/detokenizer.h"

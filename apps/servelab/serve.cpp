@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "engine_flags.h"
-#include "server/http_server.h"
+#include "http/http_server.h"
 #include "tokenizer/pretrained.h"
 
 namespace servelab::cli {

@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -69,6 +70,21 @@ struct ModelConfig {
    */
   void validate(const std::string& source) const;
 };
+
+/**
+ * @brief Bytes of K and V that one token occupies over all layers: the one KV-size
+ *        formula, \f$ 2 \cdot layers \cdot kv\_heads \cdot head\_dim \cdot bytes(kv\_dtype) \f$.
+ *
+ * The 2 counts K and V; kv_heads (not query heads) is what makes GQA and MQA smaller
+ * than MHA. The KV cache (f32), the engine's block budget (real and simulated), the
+ * cost model's step bytes and lab 07's transfer sizes all call this. Qwen2.5-0.5B in
+ * bf16: 2 · 24 · 2 · 64 · 2 = 12,288 bytes.
+ * @param kv_dtype the element type the cache stores.
+ */
+inline std::size_t kv_bytes_per_token(const ModelConfig& config, DType kv_dtype) {
+  return 2 * static_cast<std::size_t>(config.num_hidden_layers) * static_cast<std::size_t>(config.kv_dim()) *
+         dtype_size(kv_dtype);
+}
 
 /**
  * @brief Reads a Hugging Face config.json (Qwen2ForCausalLM or LlamaForCausalLM).

@@ -26,7 +26,9 @@ const Link& find_link(const std::string& name, const std::string& what) {
 }
 
 double kv_bytes_per_token(const ModelConfig& config, double dtype_bytes) {
-  return 2.0 * config.num_hidden_layers * config.kv_dim() * dtype_bytes;
+  // The one formula (config/model_config.h) at f32, rescaled to the element size given:
+  // 2 · layers · kv_dim is exact in a double, so this equals 2.0 · layers · kv_dim · dtype_bytes.
+  return static_cast<double>(servelab::kv_bytes_per_token(config, DType::F32)) / dtype_size(DType::F32) * dtype_bytes;
 }
 
 double emulated_rate(const Link& link, const ModelConfig& small, const ModelConfig& large) {

@@ -32,7 +32,8 @@ const std::vector<Link>& named_links();
 /// The link called @p name. @throws Error naming @p what and the known names otherwise.
 const Link& find_link(const std::string& name, const std::string& what);
 
-/// KV bytes per token of @p config at @p dtype_bytes per element: 2 · layers · kv_heads · head_dim · bytes.
+/// KV bytes per token of @p config at @p dtype_bytes per element: 2 · layers · kv_heads · head_dim · bytes
+/// (servelab::kv_bytes_per_token() for an element size given as a number, as lab 07 gives it).
 double kv_bytes_per_token(const ModelConfig& config, double dtype_bytes);
 
 /**

@@ -26,7 +26,7 @@
 
 #include "core/stats.h"
 #include "serve/engine.h"
-#include "serve/workload.h"
+#include "workload/workload.h"
 
 namespace servelab::disagg {
 

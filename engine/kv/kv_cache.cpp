@@ -8,8 +8,10 @@
 namespace servelab {
 
 std::size_t kv_cache_bytes_for(const ModelConfig& config, std::int64_t num_blocks, std::int64_t block_size) {
-  const std::int64_t factors[] = {2, config.num_hidden_layers, config.kv_dim(), num_blocks, block_size,
-                                  static_cast<std::int64_t>(sizeof(float))};
+  check(config.num_hidden_layers > 0 && config.kv_dim() > 0,
+        "KV cache: every size must be positive (layers, kv_dim, blocks, block size)");
+  const std::int64_t factors[] = {static_cast<std::int64_t>(kv_bytes_per_token(config, DType::F32)), num_blocks,
+                                  block_size};
   std::size_t bytes = 1;
   for (std::int64_t f : factors) {
     check(f > 0, "KV cache: every size must be positive (layers, kv_dim, blocks, block size)");
@@ -24,7 +26,8 @@ KVCache::KVCache(const ModelConfig& config, int num_blocks, int block_size)
     : num_layers_(config.num_hidden_layers),
       num_blocks_(num_blocks),
       block_size_(block_size),
-      kv_dim_(static_cast<std::size_t>(config.kv_dim())) {
+      kv_dim_(static_cast<std::size_t>(config.kv_dim())),
+      bytes_per_token_(kv_bytes_per_token(config, DType::F32)) {
   check(num_blocks > 0, "KV cache: --num-blocks must be positive, got ", num_blocks);
   check(block_size > 0, "KV cache: --block-size must be positive, got ", block_size);
   kv_cache_bytes_for(config, num_blocks, block_size);  // throws on overflow before a subclass allocates

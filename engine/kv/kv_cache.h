@@ -48,8 +48,8 @@ class KVCache {
   int block_size() const { return block_size_; }
   /// Floats of one token's K (or V) in one layer: num_kv_heads * head_dim.
   std::size_t kv_dim() const { return kv_dim_; }
-  /// Bytes one token occupies over all layers, K and V: 2 * layers * kv_dim * 4.
-  std::size_t bytes_per_token() const { return 2 * num_layers_ * kv_dim_ * sizeof(float); }
+  /// Bytes one token occupies over all layers, K and V: kv_bytes_per_token(config, f32) = 2 * layers * kv_dim * 4.
+  std::size_t bytes_per_token() const { return bytes_per_token_; }
   /// Bytes of one block over all layers, K and V (the unit export_blocks() moves).
   std::size_t bytes_per_block() const { return bytes_per_token() * static_cast<std::size_t>(block_size_); }
   /// Bytes of K/V storage allocated: num_blocks * bytes_per_block().
@@ -99,6 +99,7 @@ class KVCache {
  private:
   int num_layers_, num_blocks_, block_size_;
   std::size_t kv_dim_;
+  std::size_t bytes_per_token_;  // kv_bytes_per_token(config, f32)
 };
 
 /// KV blocks in host memory, read by the CPU kernels.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "kernels/math/argmax.h"
 
 namespace servelab {
@@ -18,7 +19,7 @@ void SamplingParams::validate() const {
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { params_.validate(); }
 
-double Sampler::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+double Sampler::uniform() { return unit_double(rng_()); }
 
 void Sampler::skip(int num_samples) {
   // sample() draws exactly one number per token when not greedy.

@@ -52,6 +52,9 @@ class Sampler {
   double uniform();  // [0, 1) from 53 random bits, the same on every standard library
 
   SamplingParams params_;
+  // std::mt19937_64, not the project's SplitMix64 (core/random.h): its output is fixed by the
+  // C++ standard, and every sampled token of a seeded request comes from it, so another
+  // generator would change them all. uniform() takes its 53 bits itself (no std distribution).
   std::mt19937_64 rng_;
 };
 

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/random.h"
 #include "core/thread_pool.h"
 #include "model/safetensors.h"
 
@@ -41,14 +42,6 @@ std::vector<Slot> layer_slots(const ModelConfig& c) {
   };
 }
 
-// SplitMix64: a counter-based generator, so element i needs no state from i-1.
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 // Fills a tensor with offset + uniform noise of standard deviation `stddev`, keyed by (seed, name, index).
 Tensor synthetic(const std::string& name, std::vector<std::int64_t> shape, float offset, float stddev,
                  std::uint64_t seed, ThreadPool& pool) {
@@ -58,7 +51,7 @@ Tensor synthetic(const std::string& name, std::vector<std::int64_t> shape, float
   const float half_width = stddev * std::sqrt(3.0f);  // uniform on [-a, a] has std a/sqrt(3)
   pool.parallel_for(static_cast<std::size_t>(t.numel()), [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
-      const double u = static_cast<double>(splitmix64(key + i) >> 11) * 0x1.0p-53;  // [0, 1)
+      const double u = unit_double(splitmix64(key + i));  // [0, 1), counter-based: no state from i - 1
       out[i] = offset + half_width * static_cast<float>(2.0 * u - 1.0);
     }
   });

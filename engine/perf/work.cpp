@@ -44,8 +44,7 @@ Work step_work(const ModelConfig& c, const StepDtypes& d, const std::vector<SeqS
                std::int64_t logits_rows) {
   const double L = c.num_hidden_layers, H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(),
                F = c.intermediate_size, V = c.vocab_size, R = static_cast<double>(logits_rows);
-  const double wb = static_cast<double>(dtype_size(d.weights)), ab = static_cast<double>(dtype_size(d.activations)),
-               kb = static_cast<double>(dtype_size(d.kv));
+  const double wb = static_cast<double>(dtype_size(d.weights)), ab = static_cast<double>(dtype_size(d.activations));
   double T = 0, keys_read = 0, kv_rows_read = 0;
   for (const SeqShape& s : seqs) {
     const double n = static_cast<double>(s.fresh), cached = static_cast<double>(s.cached);
@@ -77,8 +76,9 @@ Work step_work(const ModelConfig& c, const StepDtypes& d, const std::vector<SeqS
                   L * ab * (2 * T * H + (c.attention_bias ? T * QKV : 0) + T * QKV + T * (Q + KV) + T * Q +
                             2 * T * H + T * F) +
                   R * H * ab;  // final norm
-  w.kv_read = L * kv_rows_read * 2 * KV * kb;
-  w.kv_written = L * T * 2 * KV * kb;
+  const double kv_token = static_cast<double>(kv_bytes_per_token(c, d.kv));  // all layers, K and V
+  w.kv_read = kv_rows_read * kv_token;
+  w.kv_written = T * kv_token;
   return w;
 }
 

@@ -42,6 +42,12 @@ double attention_flops(const ModelConfig& config, std::int64_t cached_tokens, st
  * The 2 counts K and V; kv_heads (not query heads) is what makes GQA and MQA
  * smaller than MHA; bytes is dtype_size(@p dtype). 0 when L or B is 0.
  * Computed in 64-bit integers: Llama-3-70B's 8k context is 2.7 GB.
+ *
+ * Lab 02's exercise, so it spells the formula out instead of calling
+ * kv_bytes_per_token() (config/model_config.h), which the engine's KV cache
+ * allocates by: the lab's check that this formula gives the bytes the cache
+ * allocated then compares two independent computations, and the starter tree's
+ * stub of this function leaves the engine's own allocation working.
  */
 std::uint64_t kv_cache_bytes(const ModelConfig& config, std::int64_t context_len, std::int64_t batch, DType dtype);
 

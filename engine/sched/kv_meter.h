@@ -41,7 +41,7 @@ struct KVMemoryUsage {
 /**
  * @brief Reads the KV memory of the requests @p scheduler is running, from the
  *        blocks @p kv holds for them.
- * @param bytes_per_token KV bytes of one token over all layers (KVCache::bytes_per_token()).
+ * @param bytes_per_token KV bytes of one token over all layers (kv_bytes_per_token(), config/model_config.h).
  */
 KVMemoryUsage measure_kv_memory(const Scheduler& scheduler, const KVCacheManager& kv, std::size_t bytes_per_token);
 

@@ -33,8 +33,7 @@ Engine::Engine(const SimulatedModel& model, EngineConfig config)
     : sim_(model), config_(std::move(config)), clock_zero_(now_seconds()) {
   check(config_.gpu_memory_utilization == 0, "--gpu-memory-utilization: a simulated engine takes --kv-cache-memory");
   const ModelConfig& c = model.config;
-  init(c, 2 * static_cast<std::size_t>(c.num_hidden_layers) * static_cast<std::size_t>(c.kv_dim()) *
-              dtype_size(model.dtypes.kv));
+  init(c, kv_bytes_per_token(c, model.dtypes.kv));
 }
 
 void Engine::init(const ModelConfig& c, std::size_t kv_bytes_per_token) {

@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "serve/engine.h"
-#include "serve/workload.h"
+#include "workload/workload.h"
 
 namespace servelab {
 

@@ -24,7 +24,8 @@
 #include "serve/engine.h"
 #include "serve/metrics.h"
 #include "serve/replay.h"
-#include "serve/workload.h"
+#include "workload/summary.h"
+#include "workload/workload.h"
 
 using namespace servelab;
 using namespace servelab::lab;

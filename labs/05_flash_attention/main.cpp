@@ -27,7 +27,7 @@
 #include "serve/engine.h"
 #include "serve/ladder.h"
 #include "serve/metrics.h"
-#include "serve/workload.h"
+#include "workload/workload.h"
 
 using namespace servelab;
 using namespace servelab::lab;

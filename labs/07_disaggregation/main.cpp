@@ -33,7 +33,8 @@
 #include "serve/ladder.h"
 #include "serve/metrics.h"
 #include "serve/replay.h"
-#include "serve/workload.h"
+#include "workload/synthetic_prompt.h"
+#include "workload/workload.h"
 
 using namespace servelab;
 using namespace servelab::lab;

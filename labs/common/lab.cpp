@@ -11,8 +11,8 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
-#include "serve/workload.h"
 #include "tokenizer/pretrained.h"
+#include "workload/synthetic_prompt.h"
 
 namespace servelab::lab {
 

@@ -5,8 +5,8 @@
 #include "model/model.h"
 #include "serve/generate.h"
 #include "serve/ladder.h"
-#include "serve/workload.h"
 #include "test_util.h"
+#include "workload/synthetic_prompt.h"
 
 using namespace servelab;
 

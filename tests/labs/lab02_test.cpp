@@ -8,8 +8,8 @@
 #include "perf/work.h"
 #include "serve/generate.h"
 #include "serve/ladder.h"
-#include "serve/workload.h"
 #include "test_util.h"
+#include "workload/synthetic_prompt.h"
 
 using namespace servelab;
 

@@ -13,8 +13,8 @@
 
 #include "core/json.h"
 #include "serve/generate.h"
-#include "server/bench_client.h"
-#include "server/http_server.h"
+#include "loadgen/bench_client.h"
+#include "http/http_server.h"
 #include "tokenizer/pretrained.h"
 
 using namespace servelab;

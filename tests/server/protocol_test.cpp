@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "server/openai_protocol.h"
-#include "server/prometheus.h"
-#include "server/text_stream.h"
+#include "http/openai_protocol.h"
+#include "http/prometheus.h"
+#include "http/text_stream.h"
 #include "tokenizer/pretrained.h"
 
 using namespace servelab;

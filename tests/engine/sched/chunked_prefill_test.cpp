@@ -4,13 +4,14 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "model/model.h"
 #include "sched/scheduler.h"
 #include "scheduler_sim.h"
 #include "serve/engine.h"
 #include "serve/generate.h"
-#include "serve/workload.h"
 #include "test_util.h"
+#include "workload/synthetic_prompt.h"
 
 using namespace servelab;
 using test::Sim;

@@ -8,10 +8,11 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "serve/engine.h"
 #include "serve/generate.h"
-#include "serve/workload.h"
 #include "test_util.h"
+#include "workload/synthetic_prompt.h"
 
 using namespace servelab;
 

@@ -7,8 +7,8 @@
 
 #include "core/error.h"
 #include "serve/engine.h"
-#include "serve/workload.h"
 #include "test_util.h"
+#include "workload/synthetic_prompt.h"
 
 using namespace servelab;
 

@@ -15,8 +15,9 @@
 #include "perf/hardware.h"
 #include "serve/engine.h"
 #include "serve/replay.h"
-#include "serve/workload.h"
 #include "test_util.h"
+#include "workload/synthetic_prompt.h"
+#include "workload/workload.h"
 
 using namespace servelab;
 

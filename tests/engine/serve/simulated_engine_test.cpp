@@ -2,10 +2,11 @@
 // moves by exactly the cost model's prediction for each step, and it makes
 // exactly the scheduling decisions the real engine makes for the same lengths.
 #include "core/error.h"
+#include "core/random.h"
 #include "model/model.h"
 #include "serve/engine.h"
-#include "serve/workload.h"
 #include "test_util.h"
+#include "workload/synthetic_prompt.h"
 
 using namespace servelab;
 

@@ -1,4 +1,4 @@
-#include "server/prometheus.h"
+#include "http/prometheus.h"
 
 #include <cmath>
 #include <cstdio>

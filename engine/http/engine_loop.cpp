@@ -1,4 +1,4 @@
-#include "server/engine_loop.h"
+#include "http/engine_loop.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "server/http_server.h"
+#include "http/http_server.h"
 
 #include <httplib.h>
 #include <netinet/in.h>
@@ -11,8 +11,8 @@
 #include <chrono>
 #include <thread>
 
-#include "server/openai_protocol.h"
-#include "server/text_stream.h"
+#include "http/openai_protocol.h"
+#include "http/text_stream.h"
 
 namespace servelab {
 

@@ -1,4 +1,4 @@
-#include "server/openai_protocol.h"
+#include "http/openai_protocol.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,8 +8,12 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "serve/workload.h"
+#include "core/random.h"
 #include "test_util.h"
+#include "workload/summary.h"
+#include "workload/synthetic_prompt.h"
+#include "workload/workload.h"
+#include "workload/workload_file.h"
 
 using namespace servelab;
 
@@ -75,26 +79,6 @@ TEST_CASE("workload: synthetic prompts are seeded and inside the vocabulary", "[
   CHECK(a != c);
   for (auto id : a) CHECK((id >= 0 && id < 100));
   REQUIRE_ERROR_MENTIONS(synthetic_prompt(0, 100, 1), "--prompt-len");
-}
-
-TEST_CASE("workload: SplitMix64 gives the published reference stream for seed 0", "[workload]") {
-  // The first outputs of Vigna's splitmix64.c seeded with 0: the generator is the same one everywhere.
-  SplitMix64 rng(0);
-  CHECK(rng.next_u64() == 0xe220a8397b1dcdafull);
-  CHECK(rng.next_u64() == 0x6e789e6aa1b965f4ull);
-  CHECK(rng.next_u64() == 0x06c45d188009454full);
-}
-
-TEST_CASE("workload: the standard normal draws have mean 0 and variance 1", "[workload]") {
-  SplitMix64 rng(7);
-  double sum = 0, sum2 = 0;
-  for (int i = 0; i < kDraws; ++i) {
-    const double z = rng.normal();
-    sum += z, sum2 += z * z;
-  }
-  // SE of the mean is 1 / sqrt(n); of the variance sqrt(2 / n).
-  CHECK(std::abs(sum / kDraws) < kSigmas / std::sqrt(kDraws));
-  CHECK(std::abs(sum2 / kDraws - 1) < kSigmas * std::sqrt(2.0 / kDraws));
 }
 
 TEST_CASE("workload: the same spec gives the same requests and another seed gives others", "[workload]") {

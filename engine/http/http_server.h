@@ -7,11 +7,11 @@
  *  POST /v1/chat/completions   messages -> chat template -> reply    }   data: {chunk} ... data: [DONE]
  *  GET  /v1/models             the one served model
  *  GET  /health                200 while serving
- *  GET  /metrics               Prometheus text (server/prometheus.h)
+ *  GET  /metrics               Prometheus text (http/prometheus.h)
  * @endverbatim
  * Each connection runs on one of cpp-httplib's handler threads; a handler
- * checks the request (server/openai_protocol.h), tokenizes it, hands it to
- * the engine loop (server/engine_loop.h) and writes tokens as they arrive.
+ * checks the request (http/openai_protocol.h), tokenizes it, hands it to
+ * the engine loop (http/engine_loop.h) and writes tokens as they arrive.
  * A streaming client that goes away is noticed at the next write (or when
  * cpp-httplib drops the connection) and its request is aborted, which frees
  * its KV blocks before the next step.
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "server/engine_loop.h"
+#include "http/engine_loop.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 

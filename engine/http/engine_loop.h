@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "http/prometheus.h"
 #include "serve/engine.h"
-#include "server/prometheus.h"
 
 namespace servelab {
 

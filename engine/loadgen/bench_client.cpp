@@ -1,4 +1,4 @@
-#include "server/bench_client.h"
+#include "loadgen/bench_client.h"
 
 #include <httplib.h>
 #include <pthread.h>
@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/json.h"
+#include "core/random.h"
 #include "core/timer.h"
 #include "serve/replay.h"
 

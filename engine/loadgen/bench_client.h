@@ -4,7 +4,7 @@
  *        what `vllm bench serve` measures, through the HTTP API, so the two
  *        tools' numbers compare directly.
  * @verbatim
- *  workload (serve/workload.h)   arrival_s 0.00   0.31   0.35   0.90 ...   Poisson at --request-rate, or all at t=0
+ *  workload/workload.h           arrival_s 0.00   0.31   0.35   0.90 ...   Poisson at --request-rate, or all at t=0
  *  dispatcher                    wait for arrival, then for a slot under --max-concurrency
  *  one thread per request        POST /v1/completions, stream: true; read SSE chunks
  *                                 |arrival |--cap wait--|sent|--...--|tok0|--ITL--|tok1| ... |[DONE]
@@ -25,7 +25,7 @@
 
 #include "serve/engine.h"
 #include "serve/metrics.h"
-#include "serve/workload.h"
+#include "workload/workload.h"
 
 namespace servelab {
 
