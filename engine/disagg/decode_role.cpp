@@ -9,10 +9,6 @@
 
 namespace servelab::disagg {
 
-std::map<int, DecodeRole::Job>::iterator DecodeRole::find(std::int64_t req) {
-  return std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.second.req == req; });
-}
-
 void DecodeRole::alloc(const Message& m) {
   const std::int64_t req = field_req(m);
   try {
@@ -30,7 +26,7 @@ void DecodeRole::alloc(const Message& m) {
                               std::to_string(kv.num_blocks_for(static_cast<long>(prompt.size())))}});
       return;
     }
-    jobs_.emplace(*id, Job{.req = req, .deadline = now_seconds() + c_.config.kv_timeout});
+    jobs_.emplace(*id, DecodeJob{.req = req, .deadline = now_seconds() + c_.config.kv_timeout});
     c_.send({{"type", "allocated"}, {"req", req}, {"blocks", c_.blocks_of(*id)}});
   } catch (const Error& e) {
     c_.report_failure(req, e.what());
@@ -49,7 +45,7 @@ void DecodeRole::kv(const Message& m, bool ready) {
   const auto it = find(field_req(m));
   if (it == jobs_.end() || it->second.local) return;  // freed already (timeout or abort), or our own relayed back
   const int id = it->first;
-  Job& job = it->second;
+  DecodeJob& job = it->second;
   try {
     receive(m, ready, id, job);
     if (!ready) return;
@@ -74,7 +70,7 @@ void DecodeRole::kv(const Message& m, bool ready) {
   }
 }
 
-void DecodeRole::receive(const Message& m, bool ready, int id, Job& job) {
+void DecodeRole::receive(const Message& m, bool ready, int id, DecodeJob& job) {
   const Peer& prefill = c_.peer(field_worker(m, "prefill_worker"));
   const std::vector<std::int32_t> src = field_ids(m, "src_blocks", prefill.layout.num_blocks - 1);
   const TransferPlan plan = plan_transfer(c_.layout, c_.blocks_of(id), prefill.layout, src,
@@ -90,7 +86,7 @@ void DecodeRole::receive(const Message& m, bool ready, int id, Job& job) {
 }
 
 void DecodeRole::on_token(const RequestOutput& out, double step_start, double step_end) {
-  Job& job = jobs_.at(out.request_id);
+  DecodeJob& job = jobs_.at(out.request_id);
   const Request& r = c_.engine.request(out.request_id);
   if (job.local && r.num_output_tokens() == 1) {
     // Role both: this step was the prefill; report it as a prefill worker would, with nothing moved.
@@ -108,7 +104,7 @@ void DecodeRole::on_token(const RequestOutput& out, double step_start, double st
 }
 
 void DecodeRole::finish(int id) {
-  Job& job = jobs_.at(id);
+  DecodeJob& job = jobs_.at(id);
   job.accounting["num_preemptions"] = c_.engine.request(id).num_preemptions;
   c_.send({{"type", "finished"}, {"req", job.req}, {"accounting", job.accounting}});
   ++c_.served;

@@ -23,8 +23,17 @@
 
 namespace servelab::disagg {
 
+/// What the decode role keeps of a request from ALLOC to its last token.
+struct DecodeJob {
+  std::int64_t req = 0;  ///< the router's id
+  double deadline = 0;  ///< fail it if the KV has not arrived by then
+  bool local = false;  ///< role both: the prompt is computed here
+  double read_seconds = 0;  ///< READ mode: how long the get took
+  Message accounting = Message::object();
+};
+
 /// Decodes requests whose prompts other workers (or this one, role both) prefill.
-class DecodeRole {
+class DecodeRole : public RoleJobs<DecodeJob> {
  public:
   /// @p context must outlive the role.
   explicit DecodeRole(WorkerContext& context) : c_(context) {}
@@ -37,8 +46,6 @@ class DecodeRole {
   void kv(const Message& m, bool ready);
   /// ABORT: drops request @p req and frees its blocks. False when it is not this role's.
   bool abort(std::int64_t req);
-  /// True when engine request @p request_id is one of this role's.
-  bool owns(int request_id) const { return jobs_.count(request_id) > 0; }
   /// A step that ran [@p step_start, @p step_end] (now_seconds()) emitted @p out for one of this role's requests.
   void on_token(const RequestOutput& out, double step_start, double step_end);
   /// Fails the requests whose KV has not arrived by @p now (now_seconds()) and frees their blocks.
@@ -47,24 +54,14 @@ class DecodeRole {
   bool waiting_for_kv() const;
 
  private:
-  struct Job {
-    std::int64_t req = 0;        // the router's id
-    double deadline = 0;         // fail it if the KV has not arrived by then
-    bool local = false;          // role both: the prompt is computed here
-    double read_seconds = 0;     // READ mode: how long the get took
-    Message accounting = Message::object();
-  };
-  // The job of router request @p req, or jobs_.end().
-  std::map<int, Job>::iterator find(std::int64_t req);
   // Reports request @p id finished, frees its blocks and forgets it.
   void finish(int id);
   // Frees request @p id's blocks and forgets it.
   void drop(int id);
   // The KV of request @p id from another worker (SEND: post the receives; READ: get it).
-  void receive(const Message& m, bool ready, int id, Job& job);
+  void receive(const Message& m, bool ready, int id, DecodeJob& job);
 
   WorkerContext& c_;
-  std::map<int, Job> jobs_;  // by engine request id
 };
 
 }  // namespace servelab::disagg

@@ -13,7 +13,7 @@ void PrefillRole::prefill(const Message& m) {
   const std::int64_t req = field_req(m);
   try {
     const std::vector<std::int32_t> prompt = field_ids(m, "prompt", c_.vocab_size - 1);
-    Job job{.req = req, .decode_worker = field_worker(m, "decode_worker")};
+    PrefillJob job{.req = req, .decode_worker = field_worker(m, "decode_worker")};
     job.dst = field_ids(m, "dst_blocks", c_.peer(job.decode_worker).layout.num_blocks - 1);
     // The first token is this side's; stop tokens matter on the decode side only.
     const RequestSampling sampling = sampling_from(m, c_.vocab_size);
@@ -30,7 +30,7 @@ void PrefillRole::release(int id) {
 }
 
 bool PrefillRole::abort(std::int64_t req) {
-  const auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.second.req == req; });
+  const auto it = find(req);
   if (it == jobs_.end()) return false;
   c_.engine.abort_request(it->first);  // false when it has run already and only holds its KV
   release(it->first);
@@ -81,7 +81,7 @@ void PrefillRole::on_layer(int layer) {
 }
 
 void PrefillRole::on_first_token(const RequestOutput& out, double step_start, double step_end) {
-  Job& job = jobs_.at(out.request_id);
+  PrefillJob& job = jobs_.at(out.request_id);
   const std::int64_t req = job.req;  // transfer() may have released the job when a later call throws
   try {
     check(job.stream_error.empty(), job.stream_error);
@@ -92,7 +92,7 @@ void PrefillRole::on_first_token(const RequestOutput& out, double step_start, do
   }
 }
 
-void PrefillRole::transfer(int id, Job& job, std::int32_t first, double t0, double t1) {
+void PrefillRole::transfer(int id, PrefillJob& job, std::int32_t first, double t0, double t1) {
   const Peer& decode = c_.peer(job.decode_worker);
   const std::vector<std::int32_t> src = c_.blocks_of(id);
   const int n = c_.engine.request(id).num_prompt_tokens();

@@ -23,8 +23,19 @@
 
 namespace servelab::disagg {
 
+/// What the prefill role keeps of a request while its prompt waits, runs, and its KV leaves.
+struct PrefillJob {
+  std::int64_t req = 0;  ///< the router's id
+  int decode_worker = 0;  ///< the router's id of the decode worker
+  std::vector<std::int32_t> dst{};    // the decode worker's blocks for the prompt
+  std::unique_ptr<LayerStreamer> streamer{};  // --layerwise: made at the step's first layer
+  std::size_t streamed_descriptors = 0;       // per-layer plans coalesce within a layer only
+  std::string stream_error{};         // why streaming could not start, reported after the step
+  double held_until = -1;             // READ: blocks held until READ_DONE or this time
+};
+
 /// Prefills prompts for decode workers elsewhere.
-class PrefillRole {
+class PrefillRole : public RoleJobs<PrefillJob> {
  public:
   /// @p context must outlive the role.
   explicit PrefillRole(WorkerContext& context) : c_(context) {}
@@ -35,8 +46,6 @@ class PrefillRole {
   void read_done(std::int64_t req);
   /// ABORT: drops request @p req wherever it is (queued, or holding KV). False when it is not this role's.
   bool abort(std::int64_t req);
-  /// True when engine request @p request_id is one of this role's.
-  bool owns(int request_id) const { return jobs_.count(request_id) > 0; }
   /**
    * @brief The step that ran [@p step_start, @p step_end] (now_seconds()) sampled request
    *        @p out's first token: its KV leaves now, as the transfer mode says.
@@ -50,22 +59,12 @@ class PrefillRole {
   bool holding() const;
 
  private:
-  struct Job {
-    std::int64_t req = 0;               // the router's id
-    int decode_worker = 0;              // the router's id of the decode worker
-    std::vector<std::int32_t> dst{};    // the decode worker's blocks for the prompt
-    std::unique_ptr<LayerStreamer> streamer{};  // --layerwise: made at the step's first layer
-    std::size_t streamed_descriptors = 0;       // per-layer plans coalesce within a layer only
-    std::string stream_error{};         // why streaming could not start, reported after the step
-    double held_until = -1;             // READ: blocks held until READ_DONE or this time
-  };
   // Hands request @p id's blocks back and forgets it.
   void release(int id);
   // Moves the KV of a job whose first token is @p first; returns KV_READY's accounting.
-  void transfer(int id, Job& job, std::int32_t first, double step_start, double step_end);
+  void transfer(int id, PrefillJob& job, std::int32_t first, double step_start, double step_end);
 
   WorkerContext& c_;
-  std::map<int, Job> jobs_;  // by engine request id
 };
 
 }  // namespace servelab::disagg

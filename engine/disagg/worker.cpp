@@ -196,19 +196,20 @@ class Worker {
 
 }  // namespace
 
+// The wire's and the flag's names, in one table that both directions read.
+constexpr std::pair<WorkerRole, const char*> kRoleNames[] = {
+    {WorkerRole::PREFILL, "prefill"}, {WorkerRole::DECODE, "decode"}, {WorkerRole::BOTH, "both"}};
+
 const char* to_string(WorkerRole role) {
-  switch (role) {
-    case WorkerRole::PREFILL: return "prefill";
-    case WorkerRole::DECODE: return "decode";
-    case WorkerRole::BOTH: return "both";
-  }
+  for (const auto& [r, name] : kRoleNames)
+    if (r == role) return name;
   return "?";
 }
 
 WorkerRole parse_worker_role(const std::string& text, const std::string& what) {
-  for (auto r : {WorkerRole::PREFILL, WorkerRole::DECODE, WorkerRole::BOTH})
-    if (text == to_string(r)) return r;
-  fail(what, ": unknown role '", text, "' (expected prefill, decode or both)");
+  for (const auto& [r, name] : kRoleNames)
+    if (text == name) return r;
+  fail(what, " must be prefill, decode or both, got '", text, "'");
 }
 
 const Peer& WorkerContext::peer(int worker_id) const {

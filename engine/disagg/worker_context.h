@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -51,6 +52,22 @@ struct WorkerContext {
   std::vector<std::int32_t> blocks_of(int request_id) const;
   /// kv_checksum() of the first @p num_tokens tokens of engine request @p request_id, as 16 hex digits.
   std::string checksum(int request_id, int num_tokens) const;
+};
+
+/// The requests one role of a worker holds, by engine request id, each with the role's record of it
+/// (a @p Job with a `req` member: the router's id for the request).
+template <class Job>
+class RoleJobs {
+ public:
+  /// True when engine request @p request_id is one of this role's.
+  bool owns(int request_id) const { return jobs_.count(request_id) > 0; }
+
+ protected:
+  /// The job of router request @p req, or jobs_.end().
+  typename std::map<int, Job>::iterator find(std::int64_t req) {
+    return std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.second.req == req; });
+  }
+  std::map<int, Job> jobs_;  ///< by engine request id
 };
 
 /// SEND mode's tag of request @p req's messages: the request id in the high half, the piece index in the low.
