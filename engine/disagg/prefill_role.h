@@ -25,13 +25,13 @@ namespace servelab::disagg {
 
 /// What the prefill role keeps of a request while its prompt waits, runs, and its KV leaves.
 struct PrefillJob {
-  std::int64_t req = 0;  ///< the router's id
-  int decode_worker = 0;  ///< the router's id of the decode worker
-  std::vector<std::int32_t> dst{};    // the decode worker's blocks for the prompt
-  std::unique_ptr<LayerStreamer> streamer{};  // --layerwise: made at the step's first layer
-  std::size_t streamed_descriptors = 0;       // per-layer plans coalesce within a layer only
-  std::string stream_error{};         // why streaming could not start, reported after the step
-  double held_until = -1;             // READ: blocks held until READ_DONE or this time
+  std::int64_t req = 0;                       ///< the router's id
+  int decode_worker = 0;                      ///< the router's id of the decode worker
+  std::vector<std::int32_t> dst{};            ///< the decode worker's blocks for the prompt
+  std::unique_ptr<LayerStreamer> streamer{};  ///< --layerwise: made at the step's first layer
+  std::size_t streamed_descriptors = 0;       ///< per-layer plans coalesce within a layer only
+  std::string stream_error{};                 ///< why streaming could not start, reported after the step
+  double held_until = -1;                     ///< READ: blocks held until READ_DONE or this time; -1 = not held
 };
 
 /// Prefills prompts for decode workers elsewhere.

@@ -15,55 +15,29 @@
  */
 #include <algorithm>
 #include <iomanip>
+#include <iostream>
 #include <sstream>
 
 #include "core/error.h"
-#include "kv/contiguous_allocator.h"
 #include "lab.h"
-#include "sched/dry_run.h"
+#include "lab04.h"
 #include "serve/engine.h"
 #include "serve/metrics.h"
-#include "serve/replay.h"
 #include "workload/summary.h"
 #include "workload/workload.h"
+#include "serving.h"
 
 using namespace servelab;
 using namespace servelab::lab;
+using namespace servelab::lab04;
 
 namespace {
-
-// The KV cache article §4-1's requests A, B and C, then D arriving after B finished: contiguous first fit vs blocks.
-Table seed_example(int block_size) {
-  const long capacity = 6200, a = 100, b = 1000, c = 5000, d = 1050;
-  Table t{.name = "seed_example",
-          .title = "The KV cache article's example: A = 100, B = 1,000, C = 5,000 tokens in room for 6,200; B finishes; "
-                   "D needs 1,050",
-          .columns = {{"layout"}, {"free after B [tokens]"}, {"largest free run [tokens]"}, {"D needs [tokens]"}, {"D fits"}}};
-  ContiguousAllocator line(capacity);
-  line.allocate(a);
-  const long b_at = *line.allocate(b);
-  line.allocate(c);
-  line.free(b_at);
-  t.add_row({std::string("contiguous, first fit"), line.free_tokens(), line.largest_free_run(), d,
-             std::string(line.largest_free_run() >= d ? "yes" : "no")});
-  // Paged: blocks need not be adjacent, so any free blocks hold D.
-  const auto blocks = [&](long tokens) { return (tokens + block_size - 1) / block_size; };
-  const long total_blocks = capacity / block_size, free_blocks = total_blocks - blocks(a) - blocks(c);
-  t.add_row({"paged, block " + std::to_string(block_size), free_blocks * block_size,
-             free_blocks * block_size, blocks(d) * block_size,
-             std::string(blocks(d) <= free_blocks ? "yes" : "no")});
-  t.note = "Contiguous: D needs one run of 1,050 free positions and the largest is B's old 1,000, though " +
-           std::to_string(line.free_tokens()) + " are free. Paged: D takes " + std::to_string(blocks(d)) +
-           " blocks wherever they are (its last block's unused tail is the only waste).";
-  return t;
-}
 
 // One policy's serving run over the workload on the real model.
 struct ServingRun {
   SchedulingPolicy policy = SchedulingPolicy::CONTINUOUS;
   ServingMetrics metrics{};
-  std::vector<std::vector<std::int32_t>> tokens{};  // [request] output ids
-  std::vector<StepStats> steps{};
+  ServedRun run{};  // its steps and every request's tokens
   int preemptions = 0;
   double wall = 0, busy = 0, schedule = 0;
 };
@@ -75,20 +49,87 @@ ServingRun serve(Model& model, const LabConfig& lab_config, const std::vector<Wo
   config.log = [&](const std::string& line) { log.push_back(line); };
   use_config(model, lab_config);
   Engine engine(model, config);
-  ServingRun run{.policy = policy};
+  ServingRun out{.policy = policy};
   // Requests join when their arrival time has come (engine clock); the timeline is kept step by step.
-  replay(engine, workload, {.on_step = [&](Engine&, const StepStats& s, std::span<const RequestOutput> outputs) {
+  out.run = serve_workload(engine, workload, [&](Engine&, const StepStats& s, std::span<const RequestOutput> outputs) {
     bar.advance(static_cast<long>(outputs.size()));
-    run.steps.push_back(s);
-    run.busy += s.forward_seconds + s.schedule_seconds;
-    run.schedule += s.schedule_seconds;
-  }});
-  run.wall = engine.now();
-  run.preemptions = engine.scheduler().num_preemptions();
-  run.metrics = summarize_requests(engine.requests());
-  for (const Request* r : engine.requests()) run.tokens.emplace_back(r->output_token_ids().begin(), r->output_token_ids().end());
+    out.busy += s.forward_seconds + s.schedule_seconds;
+    out.schedule += s.schedule_seconds;
+  });
+  out.wall = engine.now();
+  out.preemptions = engine.scheduler().num_preemptions();
+  out.metrics = summarize_requests(out.run.requests);
   for (const std::string& line : log) std::cerr << "lab_04 (" << to_string(policy) << "): " << line << "\n";
-  return run;
+  return out;
+}
+
+// Table 2 and each policy's run (the continuous one is the timeline's).
+struct Serving {
+  Table table{};
+  std::vector<ServingRun> runs{};  // one at a time, static, continuous
+};
+
+// 2. Time: one workload served by lab 03's rung, static batching and lab 04's rung on the real model: what
+//    continuous batching buys in tokens/s and latency, with every request's tokens checked equal.
+Serving serving_table(Report& report, Model& model, const LabConfig& base, const std::vector<WorkloadRequest>& workload,
+                      bool fast_reductions) {
+  long total_output = 0;
+  for (const auto& r : workload) total_output += r.max_tokens;
+  Serving out;
+  Table& serving = out.table;
+  serving = {.name = "serving",
+                .title = "Serving " + std::to_string(workload.size()) + " requests with each policy (" + model.config().name + ")",
+                .columns = {{"policy"}, {"output tok/s", 1}, {"vs one at a time", 2}, {"TTFT p50 [ms]", 1},
+                            {"TTFT p99 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"TPOT p99 [ms]", 2}, {"preemptions"},
+                            {"busy [%]", 1}, {"mean batch", 1}, {"steps"}, {"scheduler [% of step]", 2}, {"tokens hash"}}};
+  // Lab 03's configuration (contiguous KV, one request at a time), static batching over paged blocks between,
+  // and lab 04's (paged KV, continuous batching): the same base, the same workload.
+  const auto [lab3, lab4] = compare_rungs(report, 4, base, "one at a time", "continuous");
+  LabConfig static_batching = lab4;
+  static_batching.engine.scheduler.policy = SchedulingPolicy::STATIC;
+  std::vector<ServingRun>& runs = out.runs;
+  Progress bar("serving", 3 * total_output);
+  for (const LabConfig& config : {lab3, static_batching, lab4}) runs.push_back(serve(model, config, workload, bar));
+  std::vector<std::string> mismatches;
+  for (const ServingRun& r : runs) {
+    long batched = 0;
+    for (const StepStats& s : r.run.steps) batched += s.num_scheduled_requests;
+    for (std::size_t i = 0; i < r.run.tokens.size(); ++i)
+      if (r.run.tokens[i] != runs[0].run.tokens[i])
+        mismatches.push_back(std::string(to_string(r.policy)) + " request " + std::to_string(i));
+    const ServingMetrics& m = r.metrics;
+    serving.add_row({std::string(to_string(r.policy)), m.output_tokens_per_second,
+                     m.output_tokens_per_second / runs[0].metrics.output_tokens_per_second, 1e3 * m.ttft.median,
+                     1e3 * m.ttft.p99, 1e3 * m.tpot.median, 1e3 * m.tpot.p99, static_cast<long long>(r.preemptions),
+                     100 * r.busy / r.wall, static_cast<double>(batched) / r.run.steps.size(),
+                     static_cast<long long>(r.run.steps.size()), 100 * r.schedule / r.busy, r.run.tokens_hash()});
+  }
+  // Batch invariance is a CPU mode (cuBLAS picks its algorithm by shape), so on CUDA differences are reported, not fatal.
+  const bool invariant = !fast_reductions && model.options().backend == Backend::CPU;
+  if (invariant && !mismatches.empty())
+    fail("lab 04: with batch-invariant reductions every policy must give each request the same tokens, but ",
+         mismatches.front(), " differs (", mismatches.size(), " requests in all)");
+  serving.note = mismatches.empty()
+                     ? std::string("Every request got the same tokens under every policy (same hash)") +
+                           (runs.back().preemptions > 0 ? ", preempted and recomputed ones included." : ".")
+                     : std::to_string(mismatches.size()) + " requests differ between policies without batch-invariant "
+                                                           "reductions (first: " + mismatches.front() + ").";
+  return out;
+}
+
+
+// The continuous run, step by step, for the timeline plots.
+Table timeline_table(const ServingRun& cont) {
+  Table timeline{.name = "timeline", .title = "Continuous batching, step by step",
+                 .columns = {{"step"}, {"time [s]", 3}, {"running requests"}, {"waiting requests"}, {"tokens in step"},
+                             {"KV blocks used"}}};
+  for (std::size_t i = 0; i < cont.run.steps.size(); ++i) {
+    const StepStats& s = cont.run.steps[i];
+    timeline.add_row({static_cast<long long>(i), s.start, static_cast<long long>(s.num_scheduled_requests),
+                      static_cast<long long>(s.num_waiting), static_cast<long long>(s.num_scheduled_tokens),
+                      static_cast<long long>(s.num_used_blocks)});
+  }
+  return timeline;
 }
 
 }  // namespace
@@ -192,143 +233,35 @@ int main(int argc, char** argv) {
 
     // 1. Space: the KV cache article's example, then a workload through each KV layout (the scheduler without a model).
     report.add_table(seed_example(block_size));
-    Table memory{.name = "kv_memory",
-                 .title = "Where the KV memory goes: " + std::to_string(memory_requests) +
-                          " ShareGPT-like requests, all at once, room for " + std::to_string(memory_seqs) +
-                          " requests of " + std::to_string(memory_max_model_len) + " tokens (dry run)",
-                 .columns = {{"layout"}, {"block [tokens]"}, {"real of held [%]", 1}, {"real [%]", 1},
-                             {"reserved, unused [%]", 1}, {"last-block slack [%]", 1}, {"free [%]", 1},
-                             {"mean running", 1}, {"most running"}, {"preemptions"}, {"steps"}}};
-    WorkloadSpec sharegpt;
-    sharegpt.num_requests = memory_requests;
-    sharegpt.prompt_len = sharegpt_prompt_lengths();
-    sharegpt.output_len = sharegpt_output_lengths();
-    sharegpt.seed = o.seed;
-    std::vector<RequestShape> shapes;
-    for (const auto& r : make_workload(sharegpt, c.vocab_size))
-      shapes.push_back({static_cast<int>(r.prompt_ids.size()),
-                        std::min(r.max_tokens, memory_max_model_len - static_cast<int>(r.prompt_ids.size()))});
-    const long budget_tokens = static_cast<long>(memory_seqs) * memory_max_model_len;
-    Table memory_timeline{.name = "kv_memory_timeline", .title = "Real KV share of the budget through the dry run",
-                          .columns = {{"progress [%]"}}};
-    std::vector<std::vector<double>> timelines;
-    const SchedulerConfig roomy{SchedulingPolicy::CONTINUOUS, 1 << 20, 1 << 20};  // memory is the only limit here
-    for (int bs : {memory_max_model_len, 256, 16, 1}) {
-      const bool contiguous = bs == memory_max_model_len;
-      const DryRunResult dry = dry_run(shapes, roomy, static_cast<int>(budget_tokens / bs), bs, token_bytes);
-      // Averaged over the steps where requests wait for room: the memory is the limit there.
-      double real = 0, reserved = 0, slack = 0, free = 0, held_share = 0, running = 0, n = 0;
-      const bool any_wait = std::any_of(dry.steps.begin(), dry.steps.end(),
-                                        [](const KVMemoryUsage& u) { return u.num_waiting > 0; });
-      for (const KVMemoryUsage& u : dry.steps) {
-        if (any_wait && u.num_waiting == 0) continue;
-        ++n;
-        real += u.share(u.real);
-        reserved += u.share(u.reserved_unused);
-        slack += u.share(u.last_block_slack);
-        free += u.share(u.free);
-        const std::size_t held = u.total - u.free;
-        held_share += held ? static_cast<double>(u.real) / held : 0.0;
-        running += u.num_running;
-      }
-      memory.add_row({std::string(contiguous ? "contiguous (reserve max_model_len)" : "paged"),
-                      static_cast<long long>(bs), 100 * held_share / n, 100 * real / n, 100 * reserved / n,
-                      100 * slack / n, 100 * free / n, running / n, static_cast<long long>(dry.max_running),
-                      static_cast<long long>(dry.num_preemptions), static_cast<long long>(dry.steps.size())});
-      memory_timeline.columns.push_back({contiguous ? "contiguous" : "paged " + std::to_string(bs), 1});
-      std::vector<double> line;
-      for (int p = 0; p <= 100; ++p) {
-        const KVMemoryUsage& u = dry.steps[static_cast<std::size_t>(p / 100.0 * (dry.steps.size() - 1))];
-        line.push_back(100 * u.share(u.real));
-      }
-      timelines.push_back(std::move(line));
-    }
-    for (int p = 0; p <= 100; ++p) {
-      std::vector<Cell> row = {static_cast<long long>(p)};
-      for (const auto& line : timelines) row.push_back(line[static_cast<std::size_t>(p)]);
-      memory_timeline.add_row(row);
-    }
-    memory.note = "Shares of the whole budget, averaged over the steps where requests wait for room. Contiguous holds one max_model_len region per "
-                  "request from admission; paged takes a block whenever a request crosses a block edge. 'Real of "
-                  "held' is the share of allocated KV holding tokens (the PagedAttention paper's 20-38% for "
-                  "pre-paging systems vs about 96% for vLLM).";
-    report.add_table(memory);
-    report.add_table(memory_timeline, /*print=*/false);
+    const KVMemory memory = kv_memory(memory_requests, memory_max_model_len, memory_seqs, o.seed, c.vocab_size, token_bytes);
+    report.add_table(memory.table);
+    report.add_table(memory.timeline, /*print=*/false);
 
-    // 2. Time: one workload served by each policy on the real model.
-    Table serving{.name = "serving",
-                  .title = "Serving " + std::to_string(workload.size()) + " requests with each policy (" + c.name + ")",
-                  .columns = {{"policy"}, {"output tok/s", 1}, {"vs one at a time", 2}, {"TTFT p50 [ms]", 1},
-                              {"TTFT p99 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"TPOT p99 [ms]", 2}, {"preemptions"},
-                              {"busy [%]", 1}, {"mean batch", 1}, {"steps"}, {"scheduler [% of step]", 2}, {"tokens hash"}}};
-    // Lab 03's configuration (contiguous KV, one request at a time), static batching over paged blocks between,
-    // and lab 04's (paged KV, continuous batching): the same base, the same workload.
-    const LabConfig lab3 = configure(Techniques::for_lab(3), base), lab4 = configure(Techniques::for_lab(4), base);
-    LabConfig static_batching = lab4;
-    static_batching.engine.scheduler.policy = SchedulingPolicy::STATIC;
-    record_configuration(report, "one at a time", 3, base, lab3);
-    record_configuration(report, "continuous", 4, base, lab4);
-    std::vector<ServingRun> runs;
-    Progress bar("serving", 3 * total_output);
-    for (const LabConfig& config : {lab3, static_batching, lab4}) runs.push_back(serve(*model, config, workload, bar));
-    std::vector<std::string> mismatches;
-    for (const ServingRun& r : runs) {
-      std::vector<std::int32_t> all;
-      long batched = 0;
-      for (const auto& t : r.tokens) all.insert(all.end(), t.begin(), t.end());
-      for (const StepStats& s : r.steps) batched += s.num_scheduled_requests;
-      for (std::size_t i = 0; i < r.tokens.size(); ++i)
-        if (r.tokens[i] != runs[0].tokens[i])
-          mismatches.push_back(std::string(to_string(r.policy)) + " request " + std::to_string(i));
-      const ServingMetrics& m = r.metrics;
-      serving.add_row({std::string(to_string(r.policy)), m.output_tokens_per_second,
-                       m.output_tokens_per_second / runs[0].metrics.output_tokens_per_second, 1e3 * m.ttft.median,
-                       1e3 * m.ttft.p99, 1e3 * m.tpot.median, 1e3 * m.tpot.p99, static_cast<long long>(r.preemptions),
-                       100 * r.busy / r.wall, static_cast<double>(batched) / r.steps.size(),
-                       static_cast<long long>(r.steps.size()), 100 * r.schedule / r.busy, token_hash(all)});
-    }
-    // Batch invariance is a CPU mode (cuBLAS picks its algorithm by shape), so on CUDA differences are reported, not fatal.
-    const bool invariant = !fast_reductions && model->options().backend == Backend::CPU;
-    if (invariant && !mismatches.empty())
-      fail("lab 04: with batch-invariant reductions every policy must give each request the same tokens, but ",
-           mismatches.front(), " differs (", mismatches.size(), " requests in all)");
-    serving.note = mismatches.empty()
-                       ? std::string("Every request got the same tokens under every policy (same hash)") +
-                             (runs.back().preemptions > 0 ? ", preempted and recomputed ones included." : ".")
-                       : std::to_string(mismatches.size()) + " requests differ between policies without batch-invariant "
-                                                             "reductions (first: " + mismatches.front() + ").";
-    report.add_table(serving);
-
-    // The continuous run, step by step, for the timeline plots.
-    const ServingRun& cont = runs.back();
-    Table timeline{.name = "timeline", .title = "Continuous batching, step by step",
-                   .columns = {{"step"}, {"time [s]", 3}, {"running requests"}, {"waiting requests"}, {"tokens in step"},
-                               {"KV blocks used"}}};
-    for (std::size_t i = 0; i < cont.steps.size(); ++i) {
-      const StepStats& s = cont.steps[i];
-      timeline.add_row({static_cast<long long>(i), s.start, static_cast<long long>(s.num_scheduled_requests),
-                        static_cast<long long>(s.num_waiting), static_cast<long long>(s.num_scheduled_tokens),
-                        static_cast<long long>(s.num_used_blocks)});
-    }
-    report.add_table(timeline, /*print=*/false);
+    const Serving serving = serving_table(report, *model, base, workload, fast_reductions);
+    report.add_table(serving.table);
+    const ServingRun& cont = serving.runs.back();
+    report.add_table(timeline_table(cont), /*print=*/false);
     report.add_plot({.name = "timeline", .table = "timeline", .x = "step", .y = {"running requests", "waiting requests"},
                      .title = "Lab 04: continuous batching, requests per step", .xlabel = "step", .ylabel = "requests"});
     report.add_plot({.name = "timeline_blocks", .table = "timeline", .x = "step", .y = {"tokens in step", "KV blocks used"},
                      .title = "Lab 04: continuous batching, tokens and KV blocks per step", .xlabel = "step",
                      .ylabel = "count", .logy = true});
-    report.add_plot({.name = "kv_memory", .table = "kv_memory_timeline", .x = "progress [%]", .y = memory_timeline.headers(1),
+    report.add_plot({.name = "kv_memory", .table = "kv_memory_timeline", .x = "progress [%]", .y = memory.timeline.headers(1),
                      .title = "Lab 04: share of the KV budget holding real tokens",
                      .xlabel = "progress through the workload [%]", .ylabel = "real KV [% of budget]"});
 
-    const double ratio = cont.metrics.output_tokens_per_second / runs[0].metrics.output_tokens_per_second;
-    const long paged16 = 2, contiguous = 0;  // rows of the memory table: blocks of 16, one max_model_len region
-    const auto most_running = [&](long row) { return static_cast<long long>(memory.number(row, "most running")); };
+    const Table& s = serving.table;
+    const double ratio = s.number(s.row_where("policy", "continuous"), "vs one at a time");
+    const Table& mem = memory.table;
+    const long paged16 = mem.row_where("block [tokens]", 16LL), contiguous = mem.row_where("layout", "contiguous (reserve max_model_len)");
+    const auto most_running = [&](long row) { return static_cast<long long>(mem.number(row, "most running")); };
     std::ostringstream v;
-    v << std::fixed << std::setprecision(1) << "paged blocks of 16 keep " << memory.number(paged16, "real of held [%]")
-      << "% of held KV real vs " << memory.number(contiguous, "real of held [%]") << "% contiguous and run "
+    v << std::fixed << std::setprecision(1) << "paged blocks of 16 keep " << mem.number(paged16, "real of held [%]")
+      << "% of held KV real vs " << mem.number(contiguous, "real of held [%]") << "% contiguous and run "
       << most_running(paged16) << " requests at once vs " << most_running(contiguous)
       << "; continuous batching serves " << ratio << "x the output tokens/s of one request at a time, with the same "
-      << "tokens; the scheduler takes " << std::setprecision(2) << 100 * cont.schedule / cont.busy << "% of a step.";
+      << "tokens; the scheduler takes " << std::setprecision(2) << s.number(s.row_where("policy", "continuous"), "scheduler [% of step]")
+      << "% of a step.";
     report.verdict(v.str());
     report.save();
   });

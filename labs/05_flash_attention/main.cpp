@@ -12,11 +12,8 @@
  * @see labs/05_flash_attention/README.md
  */
 #include <algorithm>
-#include <cmath>
-#include <functional>
 #include <iomanip>
-#include <numeric>
-#include <random>
+#include <iostream>
 #include <sstream>
 
 #include "core/error.h"
@@ -24,105 +21,60 @@
 #include "kernels/attention.h"
 #include "kernels/attention_traffic.h"
 #include "lab.h"
+#include "lab05.h"
 #include "serve/engine.h"
 #include "serve/ladder.h"
 #include "serve/metrics.h"
 #include "workload/workload.h"
+#include "serving.h"
 
 using namespace servelab;
 using namespace servelab::lab;
+using namespace servelab::lab05;
 
 namespace {
 
-/// |version - v0| <= kAtol + kRtol·|v0|: a few f32 ulps per term over 8,192 keys, with room (the tests use 1e-5).
-constexpr double kAtol = 1e-4, kRtol = 1e-4;
-
-using AttentionCall = std::function<void(const KernelContext&, float*, const float*, const std::vector<AttentionSeq>&)>;
-
-/// One sequence's attention inputs: Q of its new tokens, K and V of its whole context, contiguous and paged.
-struct Inputs {
-  AttentionShape shape;
-  int context = 0, num_new = 0, block_size = 16;
-  std::vector<float> q, k, v;     // [num_new, H·D], [context, KVH·D], [context, KVH·D]
-  std::vector<float> pk, pv;      // the same rows in shuffled blocks
-  std::vector<std::int32_t> table;
-
-  Inputs(AttentionShape s, int ctx, int n, std::uint64_t seed) : shape(s), context(ctx), num_new(n) {
-    std::mt19937 rng(static_cast<unsigned>(seed + ctx));
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    const std::size_t kv_dim = static_cast<std::size_t>(s.num_kv_heads) * s.head_dim;
-    q.resize(static_cast<std::size_t>(n) * s.num_heads * s.head_dim);
-    k.resize(static_cast<std::size_t>(ctx) * kv_dim);
-    v.resize(k.size());
-    for (auto* x : {&q, &k, &v})
-      for (float& f : *x) f = u(rng);
-    const int blocks = (ctx + block_size - 1) / block_size;
-    table.resize(static_cast<std::size_t>(blocks));
-    std::iota(table.begin(), table.end(), 0);
-    std::shuffle(table.begin(), table.end(), rng);
-    pk.resize(static_cast<std::size_t>(blocks) * block_size * kv_dim);
-    pv.resize(pk.size());
-    for (int t = 0; t < ctx; ++t) {
-      const std::size_t row = static_cast<std::size_t>(table[static_cast<std::size_t>(t / block_size)]) * block_size + t % block_size;
-      std::copy_n(k.begin() + static_cast<std::ptrdiff_t>(t * kv_dim), kv_dim, pk.begin() + static_cast<std::ptrdiff_t>(row * kv_dim));
-      std::copy_n(v.begin() + static_cast<std::ptrdiff_t>(t * kv_dim), kv_dim, pv.begin() + static_cast<std::ptrdiff_t>(row * kv_dim));
-    }
+// 4. Lab 04's serving run with flash on: the same greedy tokens in deterministic mode, so flash changed
+//    what attention costs and nothing it computes.
+Table serving_check(Report& report, const LabOptions& o, const std::string& serving_preset, int num_requests) {
+  LabOptions so = o;
+  so.preset = serving_preset;
+  LabConfig base;
+  base.model = model_options(so, /*deterministic=*/true);
+  auto model = load_model(so, base.model);
+  const ModelConfig& mc = model->config();
+  WorkloadSpec spec;
+  spec.num_requests = num_requests;
+  spec.prompt_len = parse_length_dist(o.quick ? "uniform:8:32" : "uniform:64:512", LengthRole::prompt, "prompt");
+  spec.output_len = parse_length_dist(o.quick ? "uniform:8:16" : "uniform:16:64", LengthRole::output, "output");
+  spec.seed = o.seed;
+  const auto workload = make_workload(spec, mc.vocab_size);
+  Table serving{.name = "serving",
+                .title = "Lab 04's serving run (continuous batching, paged KV, deterministic) with each attention, " +
+                         std::to_string(workload.size()) + " requests on " + mc.name,
+                .columns = {{"attention"}, {"output tok/s", 1}, {"TTFT p50 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"tokens hash"}}};
+  base.engine.scheduler.max_num_seqs = 16;
+  base.engine.scheduler.max_num_batched_tokens = 4096;
+  base.engine.kv_cache_memory = static_cast<std::size_t>(16) * 600 * kv_cache_bytes_for(mc, 1, 1);
+  // Lab 04's configuration, then lab 05's: the same base with flash attention on.
+  const auto [lab4, lab5] = compare_rungs(report, 5, base, "serving, lab 04", "serving, flash");
+  std::vector<std::string> hashes;
+  for (const LabConfig* config : {&lab4, &lab5}) {
+    use_config(*model, *config);
+    Engine engine(*model, config->engine);
+    const ServedRun run = serve_workload(engine, workload);  // every request there at once
+    const ServingMetrics m = summarize_requests(run.requests);
+    hashes.push_back(run.tokens_hash());
+    const bool flash = config->model.attention == AttentionKind::FLASH;
+    serving.add_row({std::string(flash ? "flash (lab 05)" : "blocked (lab 04; naive in deterministic mode)"),
+                     m.output_tokens_per_second, 1e3 * m.ttft.median, 1e3 * m.tpot.median, hashes.back()});
   }
-  AttentionSeq seq(bool paged) {
-    const std::size_t kv_dim = static_cast<std::size_t>(shape.num_kv_heads) * shape.head_dim;
-    return {0, num_new, context - num_new,
-            paged ? KVView{pk.data(), pv.data(), kv_dim, table.data(), block_size}
-                  : KVView{k.data(), v.data(), kv_dim, nullptr, 0}};
-  }
-};
-
-/// A version as the tables run it.
-struct Candidate {
-  std::string name;
-  AttentionVersion version;
-  bool paged;
-  AttentionCall call;
-  int pieces = 1;   // v4's split
-  bool single_thread = false;
-};
-
-/// Largest |a - ref| / (atol + rtol·|ref|) scaled back to an absolute error; reports the first mismatches.
-double max_error(const std::vector<float>& a, const std::vector<float>& ref, const std::string& what, bool& ok) {
-  double worst = 0;
-  int shown = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double err = std::abs(static_cast<double>(a[i]) - ref[i]);
-    if (!(err <= kAtol + kRtol * std::abs(ref[i]))) {  // NaN fails too
-      ok = false;
-      if (shown++ < 3) std::cerr << "lab_05: " << what << " mismatch at " << i << ": " << a[i] << " vs v0 " << ref[i] << "\n";
-    }
-    worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-  }
-  return worst;
+  check(hashes[0] == hashes[1], "lab 05: flash attention changed the greedy tokens of lab 04's serving run (",
+        hashes[0], " vs ", hashes[1], ")");
+  serving.note = "Same tokens hash: flash attention changed no greedy token.";
+  return serving;
 }
 
-/// A row of a plot table: the x value, then one number per line.
-std::vector<Cell> as_cells(long long x, const std::vector<double>& ys) {
-  std::vector<Cell> row;
-  row.reserve(ys.size() + 1);
-  row.emplace_back(x);
-  for (double y : ys) row.emplace_back(y);
-  return row;
-}
-
-/// An error in the tables: "0" or one significant digit, e.g. "2e-07".
-std::string sci(double x) {
-  if (x == 0) return "0";
-  std::ostringstream os;
-  os << std::scientific << std::setprecision(0) << x;
-  return os.str();
-}
-
-std::string mib(double bytes) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(bytes < 10 * 1048576.0 ? 2 : 0) << bytes / 1048576.0;
-  return os.str();
-}
 
 }  // namespace
 
@@ -159,7 +111,6 @@ int main(int argc, char** argv) {
     const ModelConfig c = preset(o.preset);
     const AttentionShape shape{c.num_attention_heads, c.num_key_value_heads, c.head_dim};
     ThreadPool pool(o.threads), one(1);
-    const KernelContext fast{&pool, false}, alone{&one, false};
     const double M = cpu_fast_memory_bytes();
 
     Report report("05_flash_attention", o.out);
@@ -177,230 +128,40 @@ int main(int argc, char** argv) {
                                  " timed runs per point (decode: 10× as many), median shown");
     report.print_settings("Lab 05 — FlashAttention");
 
-    const auto versions = [&](bool decode) {
-      std::vector<Candidate> v;
-      const AttentionShape sh = shape;
-      const auto wrap = [sh](auto fn) {
-        return AttentionCall([sh, fn](const KernelContext& k, float* out, const float* q, const std::vector<AttentionSeq>& s) {
-          fn(k, out, q, s, sh);
-        });
-      };
-      v.push_back({"v0 reference", AttentionVersion::REFERENCE, false, wrap(attention_naive)});
-      if (!decode) {
-        v.push_back({"v1 standard", AttentionVersion::STANDARD, false, wrap(attention_standard)});
-        v.push_back({"v2 blocked", AttentionVersion::BLOCKED, false, wrap(attention_blocked)});
-        v.push_back({"v3 flash", AttentionVersion::FLASH, false, wrap(attention_flash)});
-        v.push_back({"v5 paged flash", AttentionVersion::FLASH, true, wrap(attention_flash)});
-      }
-      return v;
-    };
-
-    // 1. Prefill: causal attention of L new tokens, every version.
-    Table prefill{.name = "prefill", .title = "Causal prefill of L tokens, " + c.name + " heads (one layer)",
-                  .columns = {{"L"}, {"version"}, {"time [ms]", 2}, {"GB/s", 1}, {"GFLOP/s", 1}, {"bytes [MiB]"},
-                              {"paper form [MiB]"}, {"max err vs v0"}, {"vs v1", 2}}};
-    Table prefill_time{.name = "prefill_time", .title = "Prefill time against L", .columns = {{"L"}}};
-    Table prefill_bytes{.name = "prefill_bytes", .title = "Prefill bytes against L", .columns = {{"L"}}};
-    std::vector<std::string> failed;
-    double v1_4096 = 0, v2_4096 = 0, v3_4096 = 0, bytes_ratio_4096 = 0;
-    Progress bar("prefill", static_cast<long>(lengths.size()));
-    for (int L : lengths) {
-      Inputs in(shape, L, L, o.seed);
-      // The reference: v0 on every row, or past --max-v0-length on the last 256 rows (the longest ones).
-      const int ref_rows = L <= max_v0_len ? L : std::min(L, 256);
-      std::vector<float> ref(static_cast<std::size_t>(ref_rows) * shape.num_heads * shape.head_dim);
-      {
-        AttentionSeq tail = in.seq(false);
-        tail.num_new_tokens = ref_rows;
-        tail.num_computed_tokens = L - ref_rows;
-        attention_naive(fast, ref.data(), in.q.data() + (in.q.size() - ref.size()), {tail}, shape);
-      }
-      std::vector<double> time_row, bytes_row;  // per version, in the order of versions(); v0's time only up to --max-v0-length
-      double v1_ms = 0;
-      for (const Candidate& cand : versions(false)) {
-        const bool v0 = cand.version == AttentionVersion::REFERENCE;
-        const std::vector<AttentionSeq> seqs = {in.seq(cand.paged)};
-        std::vector<float> out(in.q.size(), NAN);
-        if (!(v0 && L > max_v0_len)) cand.call(fast, out.data(), in.q.data(), seqs);
-        const std::vector<float> tail(out.end() - static_cast<std::ptrdiff_t>(ref.size()), out.end());
-        bool ok = true;
-        const double err = v0 && L > max_v0_len ? 0.0 : max_error(tail, ref, cand.name + " at L " + std::to_string(L), ok);
-        if (!ok) {
-          failed.push_back(cand.name + " at L " + std::to_string(L));
-          continue;  // left out of the timing table
-        }
-        AttentionProblem problem{shape, L, 0, cand.paged ? in.block_size : 0, 1};
-        const AttentionTraffic tr = attention_traffic(cand.version, problem, M);
-        const double paper = cand.version == AttentionVersion::FLASH ? paper_flash_bytes(problem, M)
-                             : cand.version == AttentionVersion::STANDARD ? paper_standard_bytes(problem) : 0.0;
-        bytes_row.push_back(tr.bytes / 1048576.0);
-        if (v0 && L > max_v0_len) continue;
-        const double s = summarize(time_runs(o.warmup, o.repeats,
-                                             [&] { cand.call(fast, out.data(), in.q.data(), seqs); })).median;
-        if (cand.version == AttentionVersion::STANDARD) v1_ms = 1e3 * s;
-        prefill.add_row({static_cast<long long>(L), cand.name, 1e3 * s, tr.bytes / s / 1e9, tr.flops / s / 1e9,
-                         mib(tr.bytes), paper > 0 ? mib(paper) : std::string("-"), sci(err),
-                         v1_ms > 0 ? v1_ms / (1e3 * s) : 0.0});
-        if (!v0) time_row.push_back(1e3 * s);
-        if (L == 4096 && cand.version == AttentionVersion::STANDARD) v1_4096 = 1e3 * s;
-        if (L == 4096 && cand.version == AttentionVersion::BLOCKED) v2_4096 = 1e3 * s;
-        if (L == 4096 && cand.name == "v3 flash") {
-          v3_4096 = 1e3 * s;
-          bytes_ratio_4096 = attention_traffic(AttentionVersion::STANDARD, problem, M).bytes / tr.bytes;
-        }
-      }
-      if (prefill_time.columns.size() == 1)
-        for (const Candidate& cand : versions(false)) {
-          if (cand.version != AttentionVersion::REFERENCE)  // v0 is not timed at every L
-            prefill_time.columns.push_back({cand.name + " [ms]", 2});
-          prefill_bytes.columns.push_back({cand.name + " [MiB]", 1});
-        }
-      // A version that failed validation leaves its row short: the plot tables keep full rows only.
-      if (time_row.size() + 1 == prefill_time.columns.size()) prefill_time.add_row(as_cells(L, time_row));
-      if (bytes_row.size() + 1 == prefill_bytes.columns.size()) prefill_bytes.add_row(as_cells(L, bytes_row));
-      bar.advance();
-    }
-    prefill.note = "GB/s and GFLOP/s are the counted bytes and the useful FLOPs (4·d per visible query-key pair and "
-                   "head) over the time. 'vs v1' is v1's time over this version's. The paper's forms are orders, "
-                   "evaluated with constant 1 (standard: (N·d + N²)·heads floats; flash: N²d²/M·heads).";
-    report.add_table(prefill);
-    report.add_table(prefill_time, false);
-    report.add_table(prefill_bytes, false);
-    report.add_plot({.name = "prefill_time", .table = "prefill_time", .x = "L", .y = prefill_time.headers(1),
+    const Bench bench{.options = o, .shape = shape, .model_name = c.name, .fast = {&pool, false}, .alone = {&one, false},
+                      .fast_memory = M};
+    std::vector<std::string> failed;  // versions that failed validation, left out of the tables
+    const Prefill pre = prefill_tables(bench, lengths, max_v0_len, failed);
+    report.add_table(pre.table);
+    report.add_table(pre.time, false);
+    report.add_table(pre.bytes, false);
+    report.add_plot({.name = "prefill_time", .table = "prefill_time", .x = "L", .y = pre.time.headers(1),
                      .title = "Lab 05: causal prefill time against L", .xlabel = "L [tokens]", .ylabel = "time [ms]",
                      .logy = true});
-    report.add_plot({.name = "prefill_bytes", .table = "prefill_bytes", .x = "L", .y = prefill_bytes.headers(1),
+    report.add_plot({.name = "prefill_bytes", .table = "prefill_bytes", .x = "L", .y = pre.bytes.headers(1),
                      .title = "Lab 05: bytes through main memory against L (counted)", .xlabel = "L [tokens]",
                      .ylabel = "bytes [MiB]", .logy = true});
 
-    // 2. Head shapes of the presets at one L: blocked against flash.
-    Table shapes{.name = "head_shapes",
-                 .title = "Blocked (v2) against flash (v3) on each preset's heads, L = " + std::to_string(shapes_len),
-                 .columns = {{"preset"}, {"heads"}, {"v2 [ms]", 2}, {"v3 [ms]", 2}, {"v3 speedup", 2}, {"v2 bytes [MiB]"},
-                             {"v3 bytes [MiB]"}, {"max err v3 vs v2"}}};
-    for (const char* name : {"tiny", "small", "qwen2.5-0.5b", "qwen2.5-1.5b", "llama-3-8b"}) {
-      const ModelConfig pc = preset(name);
-      const AttentionShape sh{pc.num_attention_heads, pc.num_key_value_heads, pc.head_dim};
-      Inputs in(sh, shapes_len, shapes_len, o.seed);
-      std::vector<float> a(in.q.size()), b(in.q.size());
-      const std::vector<AttentionSeq> seqs = {in.seq(false)};
-      const auto t2 = summarize(time_runs(o.warmup, o.repeats, [&] { attention_blocked(fast, a.data(), in.q.data(), seqs, sh); })).median;
-      const auto t3 = summarize(time_runs(o.warmup, o.repeats, [&] { attention_flash(fast, b.data(), in.q.data(), seqs, sh); })).median;
-      double err = 0;
-      for (std::size_t i = 0; i < a.size(); ++i) err = std::max(err, static_cast<double>(std::abs(a[i] - b[i])));
-      const AttentionProblem p{sh, shapes_len, 0, 0, 1};
-      shapes.add_row({std::string(name), std::to_string(sh.num_heads) + "/" + std::to_string(sh.num_kv_heads) + " x " + std::to_string(sh.head_dim),
-                      1e3 * t2, 1e3 * t3, t2 / t3, mib(attention_traffic(AttentionVersion::BLOCKED, p, M).bytes),
-                      mib(attention_traffic(AttentionVersion::FLASH, p, M).bytes), sci(err)});
-    }
-    report.add_table(shapes);
 
-    // 3. Decode: one query token against a long cache, with and without split-K.
-    Table decode{.name = "decode", .title = "Decode attention, one token against the cache, " + c.name + " heads",
-                 .columns = {{"context"}, {"version"}, {"threads"}, {"pieces"}, {"time [us]", 1}, {"GB/s", 1},
-                             {"bytes [MiB]", 2}, {"max err vs v0"}, {"vs one pass, 1 thread", 2}}};
-    Table decode_time{.name = "decode_time", .title = "Decode time against the context",
-                      .columns = {{"context"}, {"one pass, 1 thread [us]", 1}, {"one pass [us]", 1}, {"split-K [us]", 1}}};
-    double split_gain_longest = 0;
-    for (int ctx_len : contexts) {
-      Inputs in(shape, ctx_len, 1, o.seed + 1);
-      std::vector<float> ref(in.q.size());
-      attention_naive(fast, ref.data(), in.q.data(), {in.seq(false)}, shape);
-      const int auto_pieces = split_k_pieces(ctx_len, shape.num_kv_heads, pool.num_threads());
-      struct Row { std::string name; AttentionVersion version; bool paged; int pieces; bool single; };
-      const Row rows[] = {{"v0 reference", AttentionVersion::REFERENCE, false, 1, false},
-                          {"v4 one pass", AttentionVersion::SPLIT_K, false, 1, true},
-                          {"v4 one pass", AttentionVersion::SPLIT_K, false, 1, false},
-                          {"v4 split-K", AttentionVersion::SPLIT_K, false, auto_pieces, false},
-                          {"v5 paged split-K", AttentionVersion::SPLIT_K, true, auto_pieces, false}};
-      double base = 0;
-      std::vector<double> trow;
-      for (const Row& r : rows) {
-        const KernelContext& k = r.single ? alone : fast;
-        const std::vector<AttentionSeq> seqs = {in.seq(r.paged)};
-        std::vector<float> out(in.q.size(), NAN);
-        const auto run = [&] {
-          if (r.version == AttentionVersion::REFERENCE) attention_naive(k, out.data(), in.q.data(), seqs, shape);
-          else attention_split_k(k, out.data(), in.q.data(), seqs, shape, r.pieces);
-        };
-        run();
-        bool ok = true;
-        const double err = max_error(out, ref, r.name + " at context " + std::to_string(ctx_len), ok);
-        if (!ok) {
-          failed.push_back(r.name + " at context " + std::to_string(ctx_len));
-          continue;
-        }
-        const double s = summarize(time_runs(o.warmup, 10 * o.repeats, run)).median;
-        const AttentionTraffic tr = attention_traffic(r.version, {shape, 1, ctx_len - 1, r.paged ? in.block_size : 0, r.pieces}, M);
-        if (r.single) base = s;
-        const int threads = r.single ? 1 : pool.num_threads();
-        decode.add_row({static_cast<long long>(ctx_len), r.name, static_cast<long long>(threads), static_cast<long long>(r.pieces),
-                        1e6 * s, tr.bytes / s / 1e9, mib(tr.bytes), sci(err), base > 0 ? base / s : 0.0});
-        if (r.version == AttentionVersion::SPLIT_K && !r.paged) trow.push_back(1e6 * s);
-        if (r.name == "v4 split-K" && ctx_len == contexts.back()) split_gain_longest = base / s;
-      }
-      if (trow.size() == 3) decode_time.add_row(as_cells(ctx_len, trow));
-    }
-    decode.note = "v4 one pass has one work item per KV head (all the group's query heads share its K/V reads); "
-                  "split-K cuts the keys into pieces of whole 64-key tiles and merges them by the log-sum-exp rule. "
-                  "Deterministic mode always takes one piece.";
-    report.add_table(decode);
-    report.add_table(decode_time, false);
-    report.add_plot({.name = "decode_time", .table = "decode_time", .x = "context", .y = decode_time.headers(1),
+    report.add_table(head_shapes(bench, shapes_len));
+    const Decode dec = decode_tables(bench, contexts, failed);
+    report.add_table(dec.table);
+    report.add_table(dec.time, false);
+    report.add_plot({.name = "decode_time", .table = "decode_time", .x = "context", .y = dec.time.headers(1),
                      .title = "Lab 05: decode attention time against the context", .xlabel = "context [tokens]",
                      .ylabel = "time [us]", .logy = true});
 
-    // 4. Lab 04's serving run with flash on: the same greedy tokens in deterministic mode.
-    LabOptions so = o;
-    so.preset = serving_preset;
-    LabConfig base;
-    base.model = model_options(so, /*deterministic=*/true);
-    auto model = load_model(so, base.model);
-    const ModelConfig& mc = model->config();
-    WorkloadSpec spec;
-    spec.num_requests = num_requests;
-    spec.prompt_len = parse_length_dist(o.quick ? "uniform:8:32" : "uniform:64:512", LengthRole::prompt, "prompt");
-    spec.output_len = parse_length_dist(o.quick ? "uniform:8:16" : "uniform:16:64", LengthRole::output, "output");
-    spec.seed = o.seed;
-    const auto workload = make_workload(spec, mc.vocab_size);
-    Table serving{.name = "serving",
-                  .title = "Lab 04's serving run (continuous batching, paged KV, deterministic) with each attention, " +
-                           std::to_string(workload.size()) + " requests on " + mc.name,
-                  .columns = {{"attention"}, {"output tok/s", 1}, {"TTFT p50 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"tokens hash"}}};
-    base.engine.scheduler.max_num_seqs = 16;
-    base.engine.scheduler.max_num_batched_tokens = 4096;
-    base.engine.kv_cache_memory = static_cast<std::size_t>(16) * 600 * kv_cache_bytes_for(mc, 1, 1);
-    // Lab 04's configuration, then lab 05's: the same base with flash attention on.
-    const LabConfig lab4 = configure(Techniques::for_lab(4), base), lab5 = configure(Techniques::for_lab(5), base);
-    record_configuration(report, "serving, lab 04", 4, base, lab4);
-    record_configuration(report, "serving, flash", 5, base, lab5);
-    std::vector<std::string> hashes;
-    for (const LabConfig* config : {&lab4, &lab5}) {
-      use_config(*model, *config);
-      Engine engine(*model, config->engine);
-      for (const auto& r : workload) engine.add_request(r.prompt_ids, SamplingParams{}, r.max_tokens);
-      while (engine.has_unfinished_requests()) engine.step();
-      std::vector<std::int32_t> all;
-      for (const Request* r : engine.requests()) all.insert(all.end(), r->output_token_ids().begin(), r->output_token_ids().end());
-      const ServingMetrics m = summarize_requests(engine.requests());
-      hashes.push_back(token_hash(all));
-      const bool flash = config->model.attention == AttentionKind::FLASH;
-      serving.add_row({std::string(flash ? "flash (lab 05)" : "blocked (lab 04; naive in deterministic mode)"),
-                       m.output_tokens_per_second, 1e3 * m.ttft.median, 1e3 * m.tpot.median, hashes.back()});
-    }
-    check(hashes[0] == hashes[1], "lab 05: flash attention changed the greedy tokens of lab 04's serving run (",
-          hashes[0], " vs ", hashes[1], ")");
-    serving.note = "Same tokens hash: flash attention changed no greedy token.";
-    report.add_table(serving);
+
+    report.add_table(serving_check(report, o, serving_preset, num_requests));
 
     if (!failed.empty()) std::cerr << "lab_05: " << failed.size() << " versions failed validation and were left out, first: " << failed.front() << "\n";
     std::ostringstream v;
     v << std::fixed << std::setprecision(2);
-    if (v3_4096 > 0 && v1_4096 > 0)
-      v << "at L = 4,096 flash (v3) takes " << v3_4096 / v1_4096 << "x the time of standard attention (v1) and "
-        << v3_4096 / v2_4096 << "x blocked (v2), moving " << std::setprecision(1) << bytes_ratio_4096
+    if (pre.v3_4096_ms > 0 && pre.v1_4096_ms > 0)
+      v << "at L = 4,096 flash (v3) takes " << pre.v3_4096_ms / pre.v1_4096_ms << "x the time of standard attention (v1) and "
+        << pre.v3_4096_ms / pre.v2_4096_ms << "x blocked (v2), moving " << std::setprecision(1) << pre.bytes_ratio_4096
         << "x fewer counted bytes than v1; ";
-    v << std::setprecision(2) << "split-K decode at " << contexts.back() << " tokens runs " << split_gain_longest
+    v << std::setprecision(2) << "split-K decode at " << contexts.back() << " tokens runs " << dec.split_gain_longest
       << "x one pass on one thread; " << (failed.empty() ? "every version matched v0" : std::to_string(failed.size()) + " versions failed validation")
       << " and lab 04's tokens are unchanged with flash on.";
     report.verdict(v.str());

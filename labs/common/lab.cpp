@@ -135,6 +135,12 @@ std::string human_bytes(double bytes) {
   return os.str();
 }
 
+std::string plain_number(double value) {
+  std::ostringstream os;
+  os << value;
+  return os.str();
+}
+
 void Progress::advance(long units) {
   done_ = std::min(total_, done_ + units);
   draw();

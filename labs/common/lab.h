@@ -100,6 +100,9 @@ void describe_run(Report& report, const Model& model, const LabOptions& options)
 /// @p bytes in binary units with three significant digits, e.g. "268.0 MiB".
 std::string human_bytes(double bytes);
 
+/// @p value as a stream prints it by default (six significant digits, no trailing zeros), e.g. "1.5", "20".
+std::string plain_number(double value);
+
 /// One roof measured several times (the best of them is the roof a lab uses).
 struct RoofSamples {
   std::string name;             ///< what was measured, e.g. "f32 FMA, 2 threads"

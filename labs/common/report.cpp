@@ -80,6 +80,15 @@ const Cell& Table::cell(long row, const std::string& header) const {
   return rows[static_cast<std::size_t>(r)][column(header)];
 }
 
+long Table::row_where(const std::string& header, const Cell& value) const {
+  const std::size_t c = column(header);
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    if (rows[r][c] == value) return static_cast<long>(r);
+  std::ostringstream shown;
+  std::visit([&](const auto& v) { shown << v; }, value);
+  fail("table ", name, " has no row with ", header, " = ", shown.str());
+}
+
 double Table::number(long row, const std::string& header) const {
   const Cell& c = cell(row, header);
   if (const auto* i = std::get_if<long long>(&c)) return static_cast<double>(*i);

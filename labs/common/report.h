@@ -59,6 +59,9 @@ struct Table {
   /// The cell of row @p row (negative: from the end, -1 = last) in the column headed @p header.
   const Cell& cell(long row, const std::string& header) const;
   /// cell() as a number (an integer cell widened); @throws Error when the cell is text.
+  /// Index of the first row whose cell in the column headed @p header equals @p value (text matches
+  /// text, an integer an integer); @throws Error naming the table and the value when no row does.
+  long row_where(const std::string& header, const Cell& value) const;
   double number(long row, const std::string& header) const;
   /// Prints the table as fixed-width Markdown.
   void print_markdown(std::ostream& os) const;

@@ -1,0 +1,46 @@
+/**
+ * @file lab03.h
+ * @brief Lab 03's computed tables (computed.cpp): the work of a step from
+ *        its shape, and step times predicted from datasheet roofs. main.cpp
+ *        measures this machine's roofs and steps and fits the cost model.
+ * @see labs/03_roofline/README.md
+ */
+#pragma once
+
+#include <iomanip>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lab.h"
+#include "perf/cost_model.h"
+#include "perf/hardware.h"
+#include "perf/work.h"
+
+namespace servelab::lab03 {
+
+using lab::Table;
+
+inline constexpr StepDtypes kGpuDtypes{DType::BF16, DType::BF16, DType::BF16};  // what a GPU server would run
+
+inline std::string fixed(double v, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+/// 1. The prefill/decode article's table: one hidden-4096 projection in fp16, against the A100's ridge: prefill is
+///    compute-bound, decode memory-bound, by the intensity alone.
+Table seed_table(const Hardware& a100);
+
+/// 2. Whole model steps of the published shapes, as a GPU server would run them (bf16): attention and the LM head
+///    move the intensity off the one-GEMM numbers.
+std::vector<Table> preset_step_tables(const Hardware& a100);
+
+/// 6. GPU step times from the same model with datasheet roofs: simulated, what the same steps cost on a GPU.
+Table gpu_simulated_table(const ModelConfig& c, int context);
+
+/// 7. The article's puzzle: why a GPU barely noticed the recomputation (lab 02's experiment, predicted).
+Table kv_cache_puzzle(const CostModel& here, const StepDtypes& engine_dtypes);
+
+}  // namespace servelab::lab03

@@ -1,0 +1,37 @@
+/**
+ * @file lab04.h
+ * @brief Lab 04's space tables (space.cpp): where KV memory goes with
+ *        contiguous regions and with paged blocks. main.cpp serves the
+ *        workload with each policy (time) and prints the verdict.
+ * @see labs/04_paged_attention/README.md
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lab.h"
+
+namespace servelab::lab04 {
+
+using lab::Table;
+
+/// 1a. The KV cache article §4-1's requests A, B and C, then D arriving after B finished: contiguous first fit
+///     against blocks of @p block_size tokens. Shows fragmentation on numbers a learner can check by hand.
+Table seed_example(int block_size);
+
+/// Table 1b (printed) and its timeline (plotted, not printed).
+struct KVMemory {
+  Table table{}, timeline{};
+};
+
+/**
+ * @brief 1b. A ShareGPT-like workload of @p memory_requests requests through each KV layout, the scheduler
+ *        without a model (a dry run), in room for @p memory_seqs requests of @p memory_max_model_len tokens:
+ *        how much of the held KV holds real tokens, and how many requests fit at once.
+ * @param token_bytes KV bytes of one token (all layers).
+ */
+KVMemory kv_memory(int memory_requests, int memory_max_model_len, int memory_seqs, std::uint64_t seed, int vocab_size,
+                   std::size_t token_bytes);
+
+}  // namespace servelab::lab04
