@@ -123,7 +123,8 @@ class Collector : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(runs);
     for (const auto& r : runs) {
       if (r.run_type == Run::RT_Aggregate && r.aggregate_name != "median") continue;
-      for (const auto& [name, counter] : r.counters) value[r.run_name.function_name + "/" + r.run_name.args + ":" + name] = counter;
+      for (const auto& [name, counter] : r.counters)
+        value[r.run_name.function_name + "/" + r.run_name.args + ":" + name] = counter;
     }
   }
 };
@@ -139,11 +140,14 @@ void print_table(const Collector& c) {
                                            static_cast<double>(config.vocab_size) * config.hidden_size);
   const double attn_per_token = attention_flops(config, 0, kPrompt) / kPrompt;
   std::printf("\n## CPU speed, %s shape (synthetic weights)\n\n", kPreset);
-  std::printf("Instruction set %s; OpenBLAS core %s; oneDNN %s. Roofs: streaming read (decode), the engine's own "
-              "peak-FLOP loop (prefill: f32 FMA, or bf16 dot for bf16 math), measured between the timed runs.\n\n",
-              cpu::isa_name(cpu::active_isa()), openblas_core_name().c_str(),
-              dnnl_available() ? (dnnl_bf16_arithmetic() ? "with bf16 arithmetic" : "without bf16 arithmetic") : "not used");
-  std::printf("| weights | threads | decode tok/s | GB/s | stream GB/s | of roof | prefill tok/s | GFLOP/s | peak GFLOP/s | of roof | prefill GEMM |\n");
+  std::printf(
+      "Instruction set %s; OpenBLAS core %s; oneDNN %s. Roofs: streaming read (decode), the engine's own "
+      "peak-FLOP loop (prefill: f32 FMA, or bf16 dot for bf16 math), measured between the timed runs.\n\n",
+      cpu::isa_name(cpu::active_isa()), openblas_core_name().c_str(),
+      dnnl_available() ? (dnnl_bf16_arithmetic() ? "with bf16 arithmetic" : "without bf16 arithmetic") : "not used");
+  std::printf(
+      "| weights | threads | decode tok/s | GB/s | stream GB/s | of roof | prefill tok/s | GFLOP/s | peak GFLOP/s | of "
+      "roof | prefill GEMM |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   auto row = [&](int w, int threads, int deterministic) {
     const std::string args = "/weights:" + std::to_string(w) + "/threads:" + std::to_string(threads) +
@@ -155,8 +159,9 @@ void print_table(const Collector& c) {
     // Which GEMM the prefill's largest projection (MLP gate/up, 512 rows) ran on, and the library's kernel.
     ThreadPool pool(threads);
     const KernelContext ctx{.pool = &pool, .deterministic = deterministic != 0, .bf16_activations = w == kBf16Math};
-    const std::string gemm = std::string(gemm_path_name(matmul_path(ctx, dtype_of(w), kPrompt))) + ": " +
-                             matmul_kernel_name(ctx, dtype_of(w), kPrompt, 2 * config.intermediate_size, config.hidden_size);
+    const std::string gemm =
+        std::string(gemm_path_name(matmul_path(ctx, dtype_of(w), kPrompt))) + ": " +
+        matmul_kernel_name(ctx, dtype_of(w), kPrompt, 2 * config.intermediate_size, config.hidden_size);
     std::printf("| %s%s | %d | %.1f | %.1f | %.1f | %.0f%% | %.0f | %.0f | %.0f | %.0f%% | %s |\n", weights_name(w),
                 deterministic ? " deterministic" : "", threads, decode, gbs, stream, 100.0 * gbs / stream, prefill,
                 gflops, peak, 100.0 * gflops / peak, gemm.c_str());

@@ -62,10 +62,11 @@ double median_seconds(int reps, const std::function<void()>& fn) { return summar
 
 // Seconds of one launch of @p op: kOpLaunches back to back, then one wait.
 double op_seconds(int reps, const std::function<void()>& op) {
-  return median_seconds(reps, [&] {
-           for (int i = 0; i < kOpLaunches; ++i) op();
-           cuda::synchronize();
-         }) /
+  return median_seconds(reps,
+                        [&] {
+                          for (int i = 0; i < kOpLaunches; ++i) op();
+                          cuda::synchronize();
+                        }) /
          kOpLaunches;
 }
 
@@ -126,7 +127,8 @@ void op_table(const Settings& set, const ModelConfig& c, const Roofs& roofs) {
     cuda::add_rmsnorm(x.as<float>(), y.as<const float>(), norm_w.as<const float>(), in.data, DType::BF16, 1, H, 1e-6f);
   });
   row("decode T=1", "add_rmsnorm (fused)", s_norm, 0, H * (4.0 + 4 + 4 + 2 + 4), roofs, false);
-  const double s_silu = op_seconds(set.reps(), [&] { cuda::silu_mul_to(in.data, DType::BF16, gu.as<const float>(), 1, F); });
+  const double s_silu =
+      op_seconds(set.reps(), [&] { cuda::silu_mul_to(in.data, DType::BF16, gu.as<const float>(), 1, F); });
   row("decode T=1", "silu_mul_to (fused)", s_silu, 0, F * (8.0 + 2), roofs, false);
   const double s_arg = op_seconds(set.reps(), [&] {
     cuda::argmax_rows(reinterpret_cast<std::int32_t*>(tokens.data), logits.as<const float>(), 1, V);
@@ -134,12 +136,13 @@ void op_table(const Settings& set, const ModelConfig& c, const Roofs& roofs) {
   row("decode T=1", "argmax over vocab", s_arg, 0, V * 4.0, roofs, false);
   // Attention and the fused prologue over a paged cache of kContext tokens (one sequence).
   const int block = 16, blocks = kContext / block + 1;
-  Tensor kc = dev(static_cast<std::size_t>(blocks) * block * KV), vc = dev(static_cast<std::size_t>(blocks) * block * KV);
+  Tensor kc = dev(static_cast<std::size_t>(blocks) * block * KV),
+         vc = dev(static_cast<std::size_t>(blocks) * block * KV);
   std::vector<std::int32_t> table(blocks);
   for (int b = 0; b < blocks; ++b) table[b] = b;
   const Tensor dtable = cuda::upload(table);
-  const std::vector<KVView> views = {{kc.as<float>(), vc.as<float>(), static_cast<std::size_t>(KV),
-                                      dtable.as<const std::int32_t>(), block}};
+  const std::vector<KVView> views = {
+      {kc.as<float>(), vc.as<float>(), static_cast<std::size_t>(KV), dtable.as<const std::int32_t>(), block}};
   const std::vector<cuda::AttentionRow> rows = {{0, kContext}};
   const Tensor dviews = cuda::upload(views), drows = cuda::upload(rows);
   const cuda::AttentionHeads heads{c.num_attention_heads, c.num_key_value_heads, c.head_dim};
@@ -154,8 +157,8 @@ void op_table(const Settings& set, const ModelConfig& c, const Roofs& roofs) {
     cuda::attention_naive(out.as<float>(), qkv.as<const float>(), QKV, drows.as<const cuda::AttentionRow>(),
                           dviews.as<const KVView>(), 1, kContext + 1, heads, scores.as<float>(), scratch);
   });
-  row("decode T=1", "attention_naive, " + std::to_string(kContext) + " keys", s_att,
-      4.0 * (kContext + 1) * Q, 2.0 * (kContext + 1) * KV * 4, roofs, false);
+  row("decode T=1", "attention_naive, " + std::to_string(kContext) + " keys", s_att, 4.0 * (kContext + 1) * Q,
+      2.0 * (kContext + 1) * KV * 4, roofs, false);
 }
 
 // Whole steps through Model / CudaModel.
@@ -181,9 +184,10 @@ void step_table(const Settings& set, const ModelConfig& c, const Roofs& roofs) {
     prefill.add(table_of(0), 0, std::span(prompt).first(static_cast<std::size_t>(prefill_len)));
     const double s = median_seconds(set.reps(), [&] { model.forward_greedy(prefill, *cache); });
     const double params = static_cast<double>(c.num_hidden_layers) *
-        (double(c.hidden_size) * (c.q_dim() + 2 * c.kv_dim()) + double(c.q_dim()) * c.hidden_size +
-         3.0 * c.hidden_size * c.intermediate_size);
-    const double flops = 2.0 * params * prefill_len + attention_flops(c, 0, prefill_len) + 2.0 * c.vocab_size * c.hidden_size;
+                          (double(c.hidden_size) * (c.q_dim() + 2 * c.kv_dim()) + double(c.q_dim()) * c.hidden_size +
+                           3.0 * c.hidden_size * c.intermediate_size);
+    const double flops =
+        2.0 * params * prefill_len + attention_flops(c, 0, prefill_len) + 2.0 * c.vocab_size * c.hidden_size;
     row("prefill", std::to_string(prefill_len) + " tokens", s, flops, 0, roofs, true);
   }
   // Decode: batch B at context kContext; each run refills the context, then times kDecodeSteps steps.
@@ -192,9 +196,10 @@ void step_table(const Settings& set, const ModelConfig& c, const Roofs& roofs) {
     int batch;
     bool greedy, graphs;
   };
-  for (const Mode& m : {Mode{"batch 1, greedy, CUDA graph", 1, true, true}, Mode{"batch 1, greedy, no graph", 1, true, false},
-                        Mode{"batch 1, logits to host, graph", 1, false, true},
-                        Mode{"batch 16, greedy, CUDA graph", kBatch, true, true}}) {
+  for (const Mode& m :
+       {Mode{"batch 1, greedy, CUDA graph", 1, true, true}, Mode{"batch 1, greedy, no graph", 1, true, false},
+        Mode{"batch 1, logits to host, graph", 1, false, true},
+        Mode{"batch 16, greedy, CUDA graph", kBatch, true, true}}) {
     model.set_graphs(m.graphs);
     std::vector<double> per_step;
     for (int run = 0; run <= set.reps(); ++run) {
@@ -208,19 +213,22 @@ void step_table(const Settings& set, const ModelConfig& c, const Roofs& roofs) {
         Batch one;
         const std::int32_t token = 1;
         for (int sq = 0; sq < m.batch; ++sq) one.add(table_of(sq), kContext + step, std::span(&token, 1));
-        if (m.greedy) model.forward_greedy(one, *cache);
-        else model.forward(one, *cache);
+        if (m.greedy)
+          model.forward_greedy(one, *cache);
+        else
+          model.forward(one, *cache);
       }
       if (run > 0) per_step.push_back((now_seconds() - start) / kDecodeSteps);
     }
     const double s = summarize(per_step).median;
-    const double kv = static_cast<double>(kv_bytes_per_token(c, DType::F32)) * (kContext + kDecodeSteps / 2.0) * m.batch;
+    const double kv =
+        static_cast<double>(kv_bytes_per_token(c, DType::F32)) * (kContext + kDecodeSteps / 2.0) * m.batch;
     row("decode", std::string(m.name) + ", context " + std::to_string(kContext), s, 0,
         static_cast<double>(decode_weight_bytes(c, DType::BF16)) + kv, roofs, false);
   }
   const CudaStepStats& st = model.stats();
-  std::printf("\nsteps %ld, buffer growths %ld (at make_kv_cache and reserve only when 1), graph replays %ld\n", st.steps,
-              st.plan_growths, st.graph_replays);
+  std::printf("\nsteps %ld, buffer growths %ld (at make_kv_cache and reserve only when 1), graph replays %ld\n",
+              st.steps, st.plan_growths, st.graph_replays);
 }
 
 }  // namespace
@@ -230,8 +238,10 @@ int main(int argc, char** argv) {
   Settings set;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--quick") set.quick = true;
-    else if (arg == "--preset" && i + 1 < argc) set.preset = argv[++i];
+    if (arg == "--quick")
+      set.quick = true;
+    else if (arg == "--preset" && i + 1 < argc)
+      set.preset = argv[++i];
     else {
       std::fprintf(stderr, "usage: bench_cuda_speed [--preset NAME] [--quick]\n");
       return 1;

@@ -46,7 +46,8 @@ const std::string& bench_text() {
     const char* mb = std::getenv("SERVELAB_BENCH_MB");
     const std::size_t target = static_cast<std::size_t>((mb ? std::atof(mb) : 4.0) * 1e6);
     // Whole copies of the training text, so every copy is the same mix of Korean, English and Markdown.
-    const std::string unit = read_file(std::filesystem::path(SERVELAB_FIXTURES_DIR) / "tokenizer" / "training_text.txt");
+    const std::string unit =
+        read_file(std::filesystem::path(SERVELAB_FIXTURES_DIR) / "tokenizer" / "training_text.txt");
     std::string out;
     while (out.size() < target) out += unit;
     return out;
@@ -114,10 +115,18 @@ int main(int argc, char** argv) {
   tokenizers.reserve(files.size());
   for (const auto& [name, path] : files) {
     const Tokenizer* tok = &tokenizers.emplace_back(Tokenizer::from_file(path));
-    benchmark::RegisterBenchmark(("BM_Encode/" + name).c_str(), BM_Encode, tok)->Unit(benchmark::kMillisecond)->UseRealTime();
-    benchmark::RegisterBenchmark(("BM_EncodeLines/" + name).c_str(), BM_EncodeLines, tok)->Unit(benchmark::kMillisecond)->UseRealTime();
-    benchmark::RegisterBenchmark(("BM_Decode/" + name).c_str(), BM_Decode, tok)->Unit(benchmark::kMillisecond)->UseRealTime();
-    benchmark::RegisterBenchmark(("BM_Load/" + name).c_str(), BM_Load, path)->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark(("BM_Encode/" + name).c_str(), BM_Encode, tok)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("BM_EncodeLines/" + name).c_str(), BM_EncodeLines, tok)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("BM_Decode/" + name).c_str(), BM_Decode, tok)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("BM_Load/" + name).c_str(), BM_Load, path)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

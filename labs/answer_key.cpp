@@ -20,15 +20,15 @@ using namespace servelab::lab;
 int main(int argc, char** argv) {
   CLI::App app{"The chapters' checkable questions and their answers", "answer_key"};
   int lab = 0;
-  app.add_option("--lab", lab, "print this lab's questions as Markdown instead of the JSON key")->check(
-      CLI::Range(1, 99));
+  app.add_option("--lab", lab, "print this lab's questions as Markdown instead of the JSON key")
+      ->check(CLI::Range(1, 99));
   return run_lab(app, argc, argv, [&] {
     const std::vector<Question> key = answer_key();
     if (lab == 0) {
       nlohmann::json questions = nlohmann::json::array();
       for (const Question& q : key)
-        questions.push_back({{"id", q.id}, {"lab", q.lab}, {"text", q.text}, {"answer", q.answer},
-                             {"rel_tolerance", q.rel_tolerance}});
+        questions.push_back(
+            {{"id", q.id}, {"lab", q.lab}, {"text", q.text}, {"answer", q.answer}, {"rel_tolerance", q.rel_tolerance}});
       std::cout << nlohmann::json{{"questions", questions}}.dump(2) << "\n";
       return;
     }

@@ -15,8 +15,8 @@ namespace servelab::cli {
 namespace {
 
 struct BenchArgs {
-  EngineFlags engine;           // --model/--preset name the served model; the rest set up --compare-in-process
-  bool given_model = false;     // --model or --preset was on the command line
+  EngineFlags engine;        // --model/--preset name the served model; the rest set up --compare-in-process
+  bool given_model = false;  // --model or --preset was on the command line
   BenchConfig client;
   int num_prompts = 100;
   std::string request_rate = "inf";
@@ -43,7 +43,8 @@ ServerModel ask_server(const BenchConfig& c) {
   if (!c.api_key.empty()) headers.emplace("Authorization", "Bearer " + c.api_key);
   const auto res = client.Get("/v1/models", headers);
   check(res && res->status == 200, "--host ", c.host, " --port ", c.port, ": GET /v1/models failed (",
-        res ? "HTTP " + std::to_string(res->status) : httplib::to_string(res.error()), "); is `servelab serve` running?");
+        res ? "HTTP " + std::to_string(res->status) : httplib::to_string(res.error()),
+        "); is `servelab serve` running?");
   const nlohmann::json j = parse_json(res->body, "GET /v1/models");
   check(j.contains("data") && j["data"].is_array() && !j["data"].empty() && j["data"][0].is_object(),
         "GET /v1/models: no model in 'data'");
@@ -64,7 +65,8 @@ int run_bench_serve(BenchArgs& a) {
   const ServerModel server = ask_server(a.client);
   if (a.given_model) {
     const std::string mine = a.engine.model_dir.empty() ? a.engine.preset : a.engine.model_dir;
-    check(mine == server.name, "--model/--preset '", mine, "' is not the model the server serves ('", server.name, "')");
+    check(mine == server.name, "--model/--preset '", mine, "' is not the model the server serves ('", server.name,
+          "')");
   }
   a.client.model = server.name;
   WorkloadSpec spec;
@@ -76,14 +78,16 @@ int run_bench_serve(BenchArgs& a) {
   spec.file = a.dataset_path;
   std::vector<WorkloadRequest> workload = make_workload(spec, server.vocab_size);
   if (const int cut = clamp_to_context(workload, server.max_model_len); cut > 0)
-    std::cerr << "bench serve: " << cut << " requests cut to the server's max_model_len " << server.max_model_len << "\n";
+    std::cerr << "bench serve: " << cut << " requests cut to the server's max_model_len " << server.max_model_len
+              << "\n";
   std::cerr << "bench serve: " << spec.describe() << ", max concurrency "
             << (a.client.max_concurrency ? std::to_string(a.client.max_concurrency) : "none") << ", model "
             << server.name << "\n";
 
   const int total = static_cast<int>(workload.size());
   const BenchResult result = run_bench(workload, a.client, [total](int done, int) {
-    if (done == total || done % std::max(1, total / 10) == 0) std::cerr << "bench serve: " << done << "/" << total << " done\n";
+    if (done == total || done % std::max(1, total / 10) == 0)
+      std::cerr << "bench serve: " << done << "/" << total << " done\n";
   });
   if (a.compare_in_process) {
     check(a.given_model, "--compare-in-process needs --model or --preset (the model to run in this process)");
@@ -108,7 +112,8 @@ Command add_bench_command(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* bench = app.add_subcommand("bench", "benchmarks");
   bench->require_subcommand(1);
-  CLI::App* command = bench->add_subcommand("serve", "load a running `servelab serve` as `vllm bench serve` does, and print its block");
+  CLI::App* command =
+      bench->add_subcommand("serve", "load a running `servelab serve` as `vllm bench serve` does, and print its block");
   add_engine_flags(*command, a->engine);
   command->add_option("--host", a->client.host, "server address")->capture_default_str();
   command->add_option("--port", a->client.port, "server port")->capture_default_str();
@@ -118,15 +123,19 @@ Command add_bench_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--max-concurrency", a->client.max_concurrency, "most requests in flight; 0 = no cap")
       ->capture_default_str();
-  command->add_option("--prompt-len-dist", a->prompt_len, "prompt lengths: fixed:N, uniform:LO:HI, lognormal:..., sharegpt")
+  command
+      ->add_option("--prompt-len-dist", a->prompt_len,
+                   "prompt lengths: fixed:N, uniform:LO:HI, lognormal:..., sharegpt")
       ->capture_default_str();
-  command->add_option("--output-len-dist", a->output_len, "output lengths (max_tokens), same forms")->capture_default_str();
+  command->add_option("--output-len-dist", a->output_len, "output lengths (max_tokens), same forms")
+      ->capture_default_str();
   command->add_option("--dataset-path", a->dataset_path, "JSONL workload file (prompt_len or prompt_ids, output_len)");
   command->add_option("--seed", a->client.seed, "workload seed")->capture_default_str();
   command->add_flag("--ignore-eos", a->client.ignore_eos, "generate max_tokens tokens even past the end token");
   command->add_option("--goodput", a->goodput, "SLOs a request must meet to count as good: ttft:MS tpot:MS");
-  command->add_option("--disconnect-fraction", a->client.disconnect_fraction,
-                      "share of requests that hang up after 1-4 tokens (a load test of aborts)")
+  command
+      ->add_option("--disconnect-fraction", a->client.disconnect_fraction,
+                   "share of requests that hang up after 1-4 tokens (a load test of aborts)")
       ->capture_default_str();
   command->add_option("--timeout", a->client.timeout_s, "per-request read timeout, seconds")->capture_default_str();
   command->add_flag("--compare-in-process", a->compare_in_process,
@@ -134,7 +143,8 @@ Command add_bench_command(CLI::App& app) {
   command->add_flag("--save-result", a->save_result, "write the result JSON (vLLM's field names)");
   command->add_option("--result-filename", a->result_filename, "where --save-result writes")->capture_default_str();
   return {bench, [a, command] {
-            a->given_model = command->get_option("--model")->count() > 0 || command->get_option("--preset")->count() > 0;
+            a->given_model =
+                command->get_option("--model")->count() > 0 || command->get_option("--preset")->count() > 0;
             return run_bench_serve(*a);
           }};
 }

@@ -7,7 +7,8 @@ namespace servelab::cli {
 void add_engine_flags(CLI::App& app, EngineFlags& f) {
   add_model_flags(app, f);
   app.add_option("--max-num-seqs", f.max_num_seqs, "most requests in one step")->capture_default_str();
-  app.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "most tokens in one step")->capture_default_str();
+  app.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "most tokens in one step")
+      ->capture_default_str();
   app.add_flag("--enable-chunked-prefill", f.enable_chunked_prefill, "split long prompts over steps (lab 06)");
   app.add_option("--block-size", f.block_size, "tokens per KV block")->capture_default_str();
   app.add_option("--kv-cache-memory", f.kv_cache_memory, "KV bytes; 0 = max-num-seqs sequences of max-model-len");

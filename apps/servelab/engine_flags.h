@@ -21,13 +21,13 @@ namespace servelab::cli {
 
 /// The flags' values: the model flags every command takes, and the engine's.
 struct EngineFlags : ModelFlags {
-  int max_num_seqs = 16;              ///< --max-num-seqs
-  int max_num_batched_tokens = 2048;  ///< --max-num-batched-tokens
+  int max_num_seqs = 16;                ///< --max-num-seqs
+  int max_num_batched_tokens = 2048;    ///< --max-num-batched-tokens
   bool enable_chunked_prefill = false;  ///< --enable-chunked-prefill
-  int block_size = 16;                ///< --block-size
-  std::size_t kv_cache_memory = 0;    ///< --kv-cache-memory, bytes; 0 = max-num-seqs sequences of max-model-len
-  double gpu_memory_utilization = 0;  ///< --gpu-memory-utilization (CUDA)
-  int max_model_len = 0;              ///< --max-model-len; 0 = the model's
+  int block_size = 16;                  ///< --block-size
+  std::size_t kv_cache_memory = 0;      ///< --kv-cache-memory, bytes; 0 = max-num-seqs sequences of max-model-len
+  double gpu_memory_utilization = 0;    ///< --gpu-memory-utilization (CUDA)
+  int max_model_len = 0;                ///< --max-model-len; 0 = the model's
 };
 
 /// Registers the model flags and the engine flags on @p app; --model and --preset exclude each other.

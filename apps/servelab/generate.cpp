@@ -130,13 +130,16 @@ int run_generate(const GenerateArgs& a) {
          << "model      " << c.name << " (" << arch_name(c.arch) << ", " << std::fixed << std::setprecision(1)
          << c.num_parameters() / 1e6 << " M params, " << c.num_hidden_layers << " layers, hidden " << c.hidden_size
          << ", " << c.attention_kind() << " " << c.num_attention_heads << "/" << c.num_key_value_heads << " heads)\n"
-         << "weights    " << (a.model.model_dir.empty() ? "synthetic, seed " + std::to_string(a.model.weights_seed) : a.model.model_dir)
+         << "weights    "
+         << (a.model.model_dir.empty() ? "synthetic, seed " + std::to_string(a.model.weights_seed) : a.model.model_dir)
          << ", " << dtype_name(options.weight_dtype) << " weights, "
-         << (options.bf16_activations ? "bf16 prefill arithmetic" : "f32 activations") << ", cpu, " << model->num_threads()
-         << " threads\n"
+         << (options.bf16_activations ? "bf16 prefill arithmetic" : "f32 activations") << ", cpu, "
+         << model->num_threads() << " threads\n"
          << "kv cache   " << (gen.use_kv_cache ? "on (contiguous)" : "off (recompute every step)") << ", reductions "
-         << (a.model.deterministic ? "deterministic" : "fast (library GEMMs)") << ", attention " << a.model.attention << "\n"
-         << "sampling   " << (a.temperature == 0.0f ? std::string("greedy") : "temperature " + std::to_string(a.temperature))
+         << (a.model.deterministic ? "deterministic" : "fast (library GEMMs)") << ", attention " << a.model.attention
+         << "\n"
+         << "sampling   "
+         << (a.temperature == 0.0f ? std::string("greedy") : "temperature " + std::to_string(a.temperature))
          << ", seed " << a.seed << "\n";
   if (prompt.text) {
     header << "tokenizer  " << prompt.text->tokenizer.source() << " (" << prompt.text->tokenizer.vocab_size()
@@ -188,8 +191,8 @@ int run_generate(const GenerateArgs& a) {
   std::cout << "\n\n"
             << "| phase   | tokens | time (ms) | tokens/s |\n"
             << "|---------|-------:|----------:|---------:|\n"
-            << std::fixed << std::setprecision(1) << "| prefill | " << std::setw(6) << r.prompt_tokens << " | " << std::setw(9)
-            << r.ttft() * 1e3 << " | " << std::setw(8) << r.prefill_tokens_per_second() << " |\n"
+            << std::fixed << std::setprecision(1) << "| prefill | " << std::setw(6) << r.prompt_tokens << " | "
+            << std::setw(9) << r.ttft() * 1e3 << " | " << std::setw(8) << r.prefill_tokens_per_second() << " |\n"
             << "| decode  | " << std::setw(6) << r.output_ids.size() - 1 << " | " << std::setw(9)
             << r.tpot() * (r.output_ids.size() - 1) * 1e3 << " | " << std::setw(8) << r.decode_tokens_per_second()
             << " |\n\n"
@@ -205,10 +208,12 @@ Command add_generate_command(CLI::App& app) {
   a->model.preset = "qwen2.5-0.5b";
   auto* gen = app.add_subcommand("generate", "generate tokens after a prompt and print prefill/decode timings");
   add_model_flags(*gen, a->model);
-  gen->add_option("--tokenizer", a->tokenizer_file,
-                  "tokenizer.json for --prompt/--chat instead of the model folder's (its folder's tokenizer_config.json "
-                  "gives the chat template)");
-  auto* text_opt = gen->add_option("--prompt", a->prompt, "prompt text, encoded with the tokenizer; the reply streams as text");
+  gen->add_option(
+      "--tokenizer", a->tokenizer_file,
+      "tokenizer.json for --prompt/--chat instead of the model folder's (its folder's tokenizer_config.json "
+      "gives the chat template)");
+  auto* text_opt =
+      gen->add_option("--prompt", a->prompt, "prompt text, encoded with the tokenizer; the reply streams as text");
   auto* chat_opt = gen->add_option("--chat", a->chat, "a user message, wrapped in the model's chat template");
   gen->add_option("--system", a->system, "system message for --chat");
   auto* ids_opt = gen->add_option("--prompt-ids", a->prompt_ids, "prompt as comma-separated token ids");

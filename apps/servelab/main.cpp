@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   using namespace servelab::cli;
   CLI::App app{"servelab: a teaching LLM serving engine"};
   // Flag errors look like every other error: one line, the same prefix.
-  app.failure_message([](const CLI::App*, const CLI::Error& e) { return "servelab: error: " + std::string(e.what()) + "\n"; });
+  app.failure_message(
+      [](const CLI::App*, const CLI::Error& e) { return "servelab: error: " + std::string(e.what()) + "\n"; });
   app.require_subcommand(1);
   const std::vector<Command> commands = {add_generate_command(app), add_tokenize_command(app), add_presets_command(app),
                                          add_serve_command(app),    add_bench_command(app),    add_router_command(app),

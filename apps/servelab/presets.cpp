@@ -15,8 +15,8 @@ int run_presets() {
     const ModelConfig c = preset(name);
     std::cout << "| " << name << " | " << arch_name(c.arch) << " | " << std::fixed << std::setprecision(1)
               << c.num_parameters() / 1e6 << " | " << c.num_hidden_layers << " | " << c.hidden_size << " | "
-              << c.num_attention_heads << " | " << c.num_key_value_heads << " | " << c.head_dim << " | "
-              << c.vocab_size << " |\n";
+              << c.num_attention_heads << " | " << c.num_key_value_heads << " | " << c.head_dim << " | " << c.vocab_size
+              << " |\n";
   }
   return 0;
 }

@@ -40,7 +40,8 @@ int run_serve(const ServeArgs& a) {
                                              : a.engine.model_dir;
   served.vocab_size = c.vocab_size;
   std::optional<Tokenizer> tokenizer;
-  if (!a.engine.model_dir.empty() && std::filesystem::exists(std::filesystem::path(a.engine.model_dir) / "tokenizer.json")) {
+  if (!a.engine.model_dir.empty() &&
+      std::filesystem::exists(std::filesystem::path(a.engine.model_dir) / "tokenizer.json")) {
     tokenizer.emplace(load_tokenizer(a.engine.model_dir));
     check(tokenizer->vocab_size() <= c.vocab_size, tokenizer->source(), ": the tokenizer has ids up to ",
           tokenizer->vocab_size() - 1, " but model ", c.name, " has vocab_size ", c.vocab_size);
@@ -80,12 +81,14 @@ int run_serve(const ServeArgs& a) {
 
 Command add_serve_command(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
-  CLI::App* command = app.add_subcommand("serve", "serve the model over an OpenAI-compatible HTTP API (streaming, /metrics)");
+  CLI::App* command =
+      app.add_subcommand("serve", "serve the model over an OpenAI-compatible HTTP API (streaming, /metrics)");
   add_engine_flags(*command, a->engine);
   command->add_option("--host", a->server.host, "address to listen on (loopback by default)")->capture_default_str();
   command->add_option("--port", a->server.port, "port; 0 picks a free one and prints it")->capture_default_str();
   command->add_option("--api-key", a->server.api_key, "require `Authorization: Bearer KEY` on /v1/*");
-  command->add_option("--served-model-name", a->served_model_name, "the name clients give as `model` (default: --model or --preset)");
+  command->add_option("--served-model-name", a->served_model_name,
+                      "the name clients give as `model` (default: --model or --preset)");
   command->add_option("--max-body-bytes", a->server.max_body_bytes, "largest request body; larger ones get 413")
       ->capture_default_str();
   return {command, [a] { return run_serve(*a); }};

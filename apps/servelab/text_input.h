@@ -15,8 +15,8 @@ namespace servelab::cli {
 /// The tokenizer a command uses, and the folder its tokenizer_config.json, chat template and
 /// generation_config.json are read from.
 struct TextSide {
-  Tokenizer tokenizer;                 ///< from tokenizer.json
-  std::filesystem::path config_dir;    ///< the folder beside it
+  Tokenizer tokenizer;               ///< from tokenizer.json
+  std::filesystem::path config_dir;  ///< the folder beside it
 };
 
 /**

@@ -70,8 +70,8 @@ int run_tokenize(const TokenizeArgs& a) {
             << " merges, normalizer " << (tok.normalizer().form() == Normalizer::Form::NFC ? "NFC" : "none") << ")\n"
             << "text       " << text.size() << " bytes -> " << ids.size() << " tokens (special tokens "
             << (a.no_special_tokens ? "not added" : "added") << ")\n"
-            << "round trip decode(ids) " << (decoded == text ? "== text" : "!= text (the tokenizer normalizes or prefixes it)")
-            << "\n\nids  ";
+            << "round trip decode(ids) "
+            << (decoded == text ? "== text" : "!= text (the tokenizer normalizes or prefixes it)") << "\n\nids  ";
   for (auto id : ids) std::cout << id << ' ';
   std::cout << "\n\n| # | id | piece | bytes |\n|--:|---:|---|---|\n";
   for (std::size_t i = 0; i < ids.size(); ++i)

@@ -11,17 +11,22 @@
 namespace servelab::cli {
 
 void add_model_flags(CLI::App& app, ModelFlags& f, ModelFlagSet which) {
-  auto* preset = app.add_option("--preset", f.preset, "named model shape with synthetic weights")->capture_default_str();
+  auto* preset =
+      app.add_option("--preset", f.preset, "named model shape with synthetic weights")->capture_default_str();
   app.add_option("--model", f.model_dir, "Hugging Face model folder (config.json, *.safetensors [, tokenizer.json])")
       ->excludes(preset);
-  if (which.weights_seed) app.add_option("--weights-seed", f.weights_seed, "seed of synthetic weights")->capture_default_str();
+  if (which.weights_seed)
+    app.add_option("--weights-seed", f.weights_seed, "seed of synthetic weights")->capture_default_str();
   app.add_option("--backend", f.backend, "cpu or cuda")->capture_default_str();
-  app.add_option("--dtype", f.dtype, "f32 (exact), bf16 (half the weight bytes) or bf16-math (bf16 prefill arithmetic too)")
+  app.add_option("--dtype", f.dtype,
+                 "f32 (exact), bf16 (half the weight bytes) or bf16-math (bf16 prefill arithmetic too)")
       ->capture_default_str();
-  app.add_option("--attention", f.attention, "attention kernels: naive, blocked or flash (lab 05)")->capture_default_str();
+  app.add_option("--attention", f.attention, "attention kernels: naive, blocked or flash (lab 05)")
+      ->capture_default_str();
   app.add_option("--threads", f.threads, "CPU threads, 0 = all cores")->capture_default_str();
   if (which.deterministic)
-    app.add_flag("--deterministic", f.deterministic, "batch-invariant reductions: a request's tokens do not depend on its batch");
+    app.add_flag("--deterministic", f.deterministic,
+                 "batch-invariant reductions: a request's tokens do not depend on its batch");
 }
 
 ModelOptions model_options(const ModelFlags& f) {

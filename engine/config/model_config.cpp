@@ -12,9 +12,7 @@
 
 namespace servelab {
 
-const char* arch_name(Arch arch) {
-  return arch == Arch::Qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
-}
+const char* arch_name(Arch arch) { return arch == Arch::Qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"; }
 
 std::int64_t ModelConfig::num_parameters() const {
   const std::int64_t h = hidden_size, q = q_dim(), kv = kv_dim(), f = intermediate_size;
@@ -51,21 +49,24 @@ void ModelConfig::validate(const std::string& source) const {
   const std::int64_t heads_width = std::int64_t{num_attention_heads} * head_dim;  // both < 2^31: no overflow
   check(heads_width <= std::numeric_limits<int>::max(), source, ": num_attention_heads * head_dim = ", heads_width,
         " is too large (expected at most ", std::numeric_limits<int>::max(), ")");
-  const long double h = hidden_size, q = static_cast<long double>(heads_width), kv = static_cast<long double>(num_key_value_heads) * head_dim;
-  const long double params = num_hidden_layers * (2 * h * q + 2 * h * kv + 3 * h * intermediate_size + 2 * h + q + 2 * kv) +
-                             2.0L * vocab_size * h + h;
+  const long double h = hidden_size, q = static_cast<long double>(heads_width),
+                    kv = static_cast<long double>(num_key_value_heads) * head_dim;
+  const long double params =
+      num_hidden_layers * (2 * h * q + 2 * h * kv + 3 * h * intermediate_size + 2 * h + q + 2 * kv) +
+      2.0L * vocab_size * h + h;
   check(params < 0x1p50L, source, ": the shape asks for ", params,
         " parameters, more than any machine holds (hidden_size, intermediate_size, vocab_size or the layer count is "
         "wrong)");
   check(rope_theta > 0, source, ": rope_theta must be positive, got ", rope_theta);
   check(rms_norm_eps > 0, source, ": rms_norm_eps must be positive, got ", rms_norm_eps);
-  check(rope_scaling.rope_type == "default" || rope_scaling.rope_type == "llama3", source,
-        ": rope_scaling type '", rope_scaling.rope_type, "' is not supported (expected none, 'default' or 'llama3')");
+  check(rope_scaling.rope_type == "default" || rope_scaling.rope_type == "llama3", source, ": rope_scaling type '",
+        rope_scaling.rope_type, "' is not supported (expected none, 'default' or 'llama3')");
   if (rope_scaling.rope_type == "llama3") {
     check(rope_scaling.factor > 0 && rope_scaling.high_freq_factor > rope_scaling.low_freq_factor &&
               rope_scaling.original_max_position_embeddings > 0,
-          source, ": rope_scaling llama3 needs factor > 0, high_freq_factor > low_freq_factor and "
-                  "original_max_position_embeddings > 0");
+          source,
+          ": rope_scaling llama3 needs factor > 0, high_freq_factor > low_freq_factor and "
+          "original_max_position_embeddings > 0");
   }
 }
 
@@ -162,8 +163,7 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& source) {
   c.num_hidden_layers = field<int>(j, "num_hidden_layers", source);
   c.num_attention_heads = field<int>(j, "num_attention_heads", source);
   c.num_key_value_heads = field_or<int>(j, "num_key_value_heads", c.num_attention_heads, source);
-  check(c.num_attention_heads > 0, source, ": field num_attention_heads must be positive, got ",
-        c.num_attention_heads);
+  check(c.num_attention_heads > 0, source, ": field num_attention_heads must be positive, got ", c.num_attention_heads);
   c.head_dim = field_or<int>(j, "head_dim", c.hidden_size / c.num_attention_heads, source);
   c.intermediate_size = field<int>(j, "intermediate_size", source);
   c.vocab_size = field<int>(j, "vocab_size", source);
@@ -191,8 +191,8 @@ ModelConfig load_config(const std::filesystem::path& config_json) {
 
 namespace {
 
-ModelConfig make(const std::string& name, Arch arch, int hidden, int layers, int heads, int kv_heads,
-                 int intermediate, int vocab, int max_pos, double theta, double eps, bool tied) {
+ModelConfig make(const std::string& name, Arch arch, int hidden, int layers, int heads, int kv_heads, int intermediate,
+                 int vocab, int max_pos, double theta, double eps, bool tied) {
   ModelConfig c;
   c.name = name;
   c.arch = arch;

@@ -38,22 +38,22 @@ struct RopeScaling {
 
 /// Shape and hyper-parameters of a decoder-only Llama/Qwen2 model.
 struct ModelConfig {
-  std::string name;                   ///< preset name or the checkpoint folder it was read from
-  Arch arch = Arch::Qwen2;            ///< architecture family
-  int hidden_size = 0;                ///< d_model
-  int num_hidden_layers = 0;          ///< decoder blocks
-  int num_attention_heads = 0;        ///< query heads
-  int num_key_value_heads = 0;        ///< K/V heads (MHA: = heads, GQA: divisor, MQA: 1)
-  int head_dim = 0;                   ///< per-head width; hidden_size / heads unless config.json says otherwise
-  int intermediate_size = 0;          ///< SwiGLU hidden width
-  int vocab_size = 0;                 ///< rows of the embedding and of the LM head
-  int max_position_embeddings = 0;    ///< longest sequence (prompt + generated tokens)
-  double rope_theta = 10000.0;        ///< RoPE base
-  RopeScaling rope_scaling;           ///< RoPE frequency scaling
-  double rms_norm_eps = 1e-6;         ///< RMSNorm epsilon
-  bool tie_word_embeddings = false;   ///< LM head shares the embedding matrix
-  bool attention_bias = false;        ///< q/k/v projections have a bias (always true for Qwen2)
-  DType torch_dtype = DType::BF16;    ///< dtype the checkpoint is stored in
+  std::string name;                  ///< preset name or the checkpoint folder it was read from
+  Arch arch = Arch::Qwen2;           ///< architecture family
+  int hidden_size = 0;               ///< d_model
+  int num_hidden_layers = 0;         ///< decoder blocks
+  int num_attention_heads = 0;       ///< query heads
+  int num_key_value_heads = 0;       ///< K/V heads (MHA: = heads, GQA: divisor, MQA: 1)
+  int head_dim = 0;                  ///< per-head width; hidden_size / heads unless config.json says otherwise
+  int intermediate_size = 0;         ///< SwiGLU hidden width
+  int vocab_size = 0;                ///< rows of the embedding and of the LM head
+  int max_position_embeddings = 0;   ///< longest sequence (prompt + generated tokens)
+  double rope_theta = 10000.0;       ///< RoPE base
+  RopeScaling rope_scaling;          ///< RoPE frequency scaling
+  double rms_norm_eps = 1e-6;        ///< RMSNorm epsilon
+  bool tie_word_embeddings = false;  ///< LM head shares the embedding matrix
+  bool attention_bias = false;       ///< q/k/v projections have a bias (always true for Qwen2)
+  DType torch_dtype = DType::BF16;   ///< dtype the checkpoint is stored in
 
   /// Width of the concatenated query heads (heads * head_dim).
   int q_dim() const { return num_attention_heads * head_dim; }

@@ -31,8 +31,8 @@ namespace servelab {
 template <std::integral To, std::integral From>
 To checked_int(From value, To lo, To hi, const std::string& what) {
   // std::cmp_* compare signed and unsigned values by their mathematical value.
-  check(std::cmp_greater_equal(value, lo) && std::cmp_less_equal(value, hi), what, " must be an integer in [",
-        +lo, ", ", +hi, "], got ", +value);
+  check(std::cmp_greater_equal(value, lo) && std::cmp_less_equal(value, hi), what, " must be an integer in [", +lo,
+        ", ", +hi, "], got ", +value);
   return static_cast<To>(value);
 }
 
@@ -52,8 +52,7 @@ T parse_int(std::string_view text, T lo, T hi, const std::string& what) {
   Wide value{};
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec == std::errc::result_out_of_range)
-    fail(what, " must be an integer in [", +lo, ", ", +hi, "], got ", text);
+  if (ec == std::errc::result_out_of_range) fail(what, " must be an integer in [", +lo, ", ", +hi, "], got ", text);
   check(ec == std::errc() && ptr == end && !text.empty(), what, ": '", text, "' is not an integer");
   return checked_int<T>(value, lo, hi, what);
 }

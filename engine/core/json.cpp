@@ -11,8 +11,7 @@ nlohmann::json parse_json(std::string_view text, const std::string& source) {
   // before anything inside is parsed, so a deep file stops at level 64.
   const nlohmann::json::parser_callback_t limit_depth = [&](int depth, nlohmann::json::parse_event_t event,
                                                             nlohmann::json&) {
-    if ((event == nlohmann::json::parse_event_t::object_start ||
-         event == nlohmann::json::parse_event_t::array_start) &&
+    if ((event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) &&
         depth >= kMaxJsonDepth)
       fail(source, ": JSON nested deeper than ", kMaxJsonDepth, " levels (no file servelab reads needs more)");
     return true;
@@ -34,8 +33,9 @@ nlohmann::json read_json_file(const std::filesystem::path& path, const std::stri
 
 std::string json_brief(const nlohmann::json& value) {
   // A short array of numbers (a shape, a pair of offsets) is shown as it is.
-  if (value.is_array() && value.size() <= 8 &&
-      std::all_of(value.begin(), value.end(), [](const nlohmann::json& v) { return v.is_number() || v.is_boolean() || v.is_null(); }))
+  if (value.is_array() && value.size() <= 8 && std::all_of(value.begin(), value.end(), [](const nlohmann::json& v) {
+        return v.is_number() || v.is_boolean() || v.is_null();
+      }))
     return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (value.is_array()) return "an array of " + std::to_string(value.size()) + " elements";
   if (value.is_object()) return "an object of " + std::to_string(value.size()) + " fields";

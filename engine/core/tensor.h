@@ -37,7 +37,10 @@ struct Tensor {
   /// True when the tensor has no storage.
   bool empty() const { return data == nullptr; }
   /// Typed pointer to the elements; the caller is responsible for asking for the right type.
-  template <typename T> T* as() const { return static_cast<T*>(data); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
   /// Shape as text, e.g. "[896, 4864]".
   std::string shape_str() const;
 

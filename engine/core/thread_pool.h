@@ -71,7 +71,7 @@ class ThreadPool {
   std::atomic<int> pending_{0};               // workers still running the current job
   std::atomic<int> sleeping_{0};              // workers blocked on wake_
   std::atomic<bool> stop_{false};
-  std::mutex mutex_;                          // guards wake_ and error_
+  std::mutex mutex_;  // guards wake_ and error_
   std::condition_variable wake_;
   std::exception_ptr error_;
 };

@@ -17,7 +17,8 @@ __global__ void argmax_kernel(std::int32_t* out, const float* x, int n) {
   const ArgmaxCandidate none{0.0f, kNoArgmax};                      // loses to every real candidate, NaN included
   ArgmaxCandidate best = none;
   for (int i = threadIdx.x; i < n; i += blockDim.x) best = argmax_pick(best, ArgmaxCandidate{row[i], i});
-  best = block_reduce(best, [](ArgmaxCandidate a, ArgmaxCandidate b) { return argmax_pick(a, b); }, none);
+  best = block_reduce(
+      best, [](ArgmaxCandidate a, ArgmaxCandidate b) { return argmax_pick(a, b); }, none);
   if (threadIdx.x == 0) out[blockIdx.x] = best.index < 0 ? 0 : best.index;  // n == 0: 0, as servelab::argmax
 }
 

@@ -34,8 +34,8 @@ namespace {
 
 constexpr int kWarps = 4, kThreads = 32 * kWarps;
 constexpr int kTileRows = 32, kRowsPerWarp = kTileRows / kWarps;  // query rows of a prefill block
-constexpr int kTileKeys = 32;                                      // keys staged per step (one per lane)
-constexpr int kCols = kFlashMaxHeadDim / 32;                       // output columns per lane
+constexpr int kTileKeys = 32;                                     // keys staged per step (one per lane)
+constexpr int kCols = kFlashMaxHeadDim / 32;                      // output columns per lane
 
 __device__ float warp_max(float x) {
   for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
@@ -47,7 +47,8 @@ __device__ float warp_sum(float x) {
 }
 
 /// Adds one key tile's scores (lane j holds key j's score s, -inf if masked) to a row's (m, l, o).
-__device__ void online_tile(float s, const float* v_tile, int v_ld, int n, int D, float& m, float& l, float (&o)[kCols]) {
+__device__ void online_tile(float s, const float* v_tile, int v_ld, int n, int D, float& m, float& l,
+                            float (&o)[kCols]) {
   const float m_new = fmaxf(m, warp_max(s));
   if (m_new == -INFINITY) return;  // the row sees none of these keys
   const float rescale = expf(m - m_new);
@@ -67,8 +68,8 @@ __device__ void online_tile(float s, const float* v_tile, int v_ld, int n, int D
 __global__ void flash_prefill_kernel(float* out, const float* q, std::size_t q_stride, const AttentionRow* rows,
                                      const KVView* views, int T, int H, int group, int D, float scale) {
   extern __shared__ float smem[];
-  float* k_tile = smem;                          // [kTileKeys, D + 1] (+1: lanes read a column without bank conflicts)
-  float* v_tile = smem + kTileKeys * (D + 1);    // [kTileKeys, D]
+  float* k_tile = smem;                        // [kTileKeys, D + 1] (+1: lanes read a column without bank conflicts)
+  float* v_tile = smem + kTileKeys * (D + 1);  // [kTileKeys, D]
   const int h = blockIdx.x, kvh = h / group, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int first = blockIdx.y * kTileRows, last = min(T, first + kTileRows) - 1;
   const bool one_seq = rows[first].seq == rows[last].seq;  // block-uniform
@@ -241,7 +242,8 @@ __global__ void merge_pieces_kernel(float* out, const float* parts, int H, int D
 int multiprocessors() {
   static const int count = [] {
     int device = 0, n = 0;
-    if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
       return 1;
     return std::max(1, n);
   }();
@@ -249,9 +251,11 @@ int multiprocessors() {
 }
 
 template <int MaxG>
-void launch_split_k(dim3 grid, std::size_t smem, float* out, const float* q, std::size_t q_stride, const AttentionRow* rows,
-                    const KVView* views, int H, int group, int D, float scale, int piece_keys, int splits, float* parts) {
-  split_k_kernel<MaxG><<<grid, kThreads, smem>>>(out, q, q_stride, rows, views, H, group, D, scale, piece_keys, splits, parts);
+void launch_split_k(dim3 grid, std::size_t smem, float* out, const float* q, std::size_t q_stride,
+                    const AttentionRow* rows, const KVView* views, int H, int group, int D, float scale, int piece_keys,
+                    int splits, float* parts) {
+  split_k_kernel<MaxG>
+      <<<grid, kThreads, smem>>>(out, q, q_stride, rows, views, H, group, D, scale, piece_keys, splits, parts);
 }
 
 void check_heads(const AttentionHeads& heads, const char* who) {

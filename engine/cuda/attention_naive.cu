@@ -78,9 +78,10 @@ void attention_naive(float* out, const float* q, std::size_t q_stride, const Att
         " query heads do not split into groups of ", heads.num_kv_heads, " KV heads");
   if (T == 0) return;
   const std::size_t per_row = attention_scores_floats(1, H, max_keys);
-  check(scores_floats >= per_row, "cuda::attention_naive: ", scores_floats, " floats of score scratch, need ",
-        per_row, " for one row");
-  const int rows_per_launch = static_cast<int>(std::min({scores_floats / per_row, static_cast<std::size_t>(T), kMaxGridY}));
+  check(scores_floats >= per_row, "cuda::attention_naive: ", scores_floats, " floats of score scratch, need ", per_row,
+        " for one row");
+  const int rows_per_launch =
+      static_cast<int>(std::min({scores_floats / per_row, static_cast<std::size_t>(T), kMaxGridY}));
   const float scale = attention_scale(D);
   for (int row0 = 0; row0 < T; row0 += rows_per_launch) {
     const int rows_now = std::min(rows_per_launch, T - row0);

@@ -25,6 +25,8 @@ float* CudaKVCache::value_blocks(int layer) {
 
 void CudaKVCache::copy_out(std::byte* dst, const float* src, std::size_t bytes) { cuda::copy_to_host(dst, src, bytes); }
 
-void CudaKVCache::copy_in(float* dst, const std::byte* src, std::size_t bytes) { cuda::copy_to_device(dst, src, bytes); }
+void CudaKVCache::copy_in(float* dst, const std::byte* src, std::size_t bytes) {
+  cuda::copy_to_device(dst, src, bytes);
+}
 
 }  // namespace servelab

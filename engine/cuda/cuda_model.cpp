@@ -58,10 +58,10 @@ std::size_t align16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
  * pointers the new buffers invalidate).
  */
 struct StepPlan {
-  int tokens = 0;       // token rows per step (T)
-  int seqs = 0;         // sequences per step (S <= T)
-  int logit_rows = 0;   // rows that get logits (R <= T)
-  int keys = 0;         // keys a row may attend to: the largest cache's capacity
+  int tokens = 0;                 // token rows per step (T)
+  int seqs = 0;                   // sequences per step (S <= T)
+  int logit_rows = 0;             // rows that get logits (R <= T)
+  int keys = 0;                   // keys a row may attend to: the largest cache's capacity
   std::size_t table_entries = 0;  // block-table entries of one step, all sequences together
 
   bool covers(const StepPlan& need) const {
@@ -142,9 +142,17 @@ struct CudaModel::State {
     const ModelConfig& c = config;
     const std::size_t T = static_cast<std::size_t>(plan.tokens), R = static_cast<std::size_t>(plan.logit_rows);
     const std::size_t H = c.hidden_size, F = c.intermediate_size, Q = c.q_dim(), KV = c.kv_dim();
-    const std::size_t floats[COUNT] = {
-        T * H, T * std::max(H, F), T * (Q + 2 * KV), T * Q, T * 2 * F, T * H, R * H, R * c.vocab_size, R,
-        score_floats(), (StepLayout(plan, c.num_hidden_layers).bytes + 3) / 4};
+    const std::size_t floats[COUNT] = {T * H,
+                                       T * std::max(H, F),
+                                       T * (Q + 2 * KV),
+                                       T * Q,
+                                       T * 2 * F,
+                                       T * H,
+                                       R * H,
+                                       R * c.vocab_size,
+                                       R,
+                                       score_floats(),
+                                       (StepLayout(plan, c.num_hidden_layers).bytes + 3) / 4};
     for (int b = 0; b < COUNT; ++b) {
       buffers[b] = Tensor{};  // free first: the old and new buffers need not fit together
       buffers[b] = cuda::device_empty(DType::F32, {static_cast<std::int64_t>(std::max<std::size_t>(floats[b], 1))});
@@ -193,7 +201,8 @@ std::unique_ptr<KVCache> CudaModel::make_kv_cache(int num_blocks, int block_size
   const ModelConfig& c = s_->config;
   const long slots = static_cast<long>(num_blocks) * block_size;  // may exceed INT_MAX
   const int capacity = static_cast<int>(std::min<long>(slots, c.max_position_embeddings));
-  const int tokens = static_cast<int>(std::min<long>(slots, kPlanTokens)), seqs = std::min({num_blocks, tokens, kPlanSeqs});
+  const int tokens = static_cast<int>(std::min<long>(slots, kPlanTokens)),
+            seqs = std::min({num_blocks, tokens, kPlanSeqs});
   const std::size_t blocks_per_seq = std::min<std::size_t>(num_blocks, (capacity + block_size - 1) / block_size);
   s_->ensure(StepPlan{tokens, seqs, seqs, capacity, blocks_per_seq * seqs});
   return cache;
@@ -282,8 +291,10 @@ void CudaModel::run_step(const Batch& batch, KVCache& cache, bool greedy) {
     record();
   }
   // The one download, then the one wait; it also reports a fault in any op of the step, even when R = 0.
-  if (greedy) cuda::copy_to_host_async(s.result.data(), s.buf(State::TOKENS), sizeof(std::int32_t) * R);
-  else cuda::copy_to_host_async(s.result.data(), s.buf(State::LOGITS), sizeof(float) * R * static_cast<std::size_t>(V));
+  if (greedy)
+    cuda::copy_to_host_async(s.result.data(), s.buf(State::TOKENS), sizeof(std::int32_t) * R);
+  else
+    cuda::copy_to_host_async(s.result.data(), s.buf(State::LOGITS), sizeof(float) * R * static_cast<std::size_t>(V));
   cuda::synchronize();
   ++s.stats.steps;
 }
@@ -326,8 +337,10 @@ void CudaModel::record_step(const Batch& batch, bool greedy) {
     cuda::silu_mul_to(in, wd, gate_up, T, F);
     s.gemm.matmul_as_weight(proj, in, w.down_proj, T);
     // x += down_proj; the next layer's input norm (the last layer's residual is added alone).
-    if (l + 1 < L) cuda::add_rmsnorm(x, proj, s.layers[l + 1].input_layernorm.as<const float>(), in, wd, T, H, eps);
-    else cuda::add_inplace(x, proj, static_cast<std::size_t>(T) * H);
+    if (l + 1 < L)
+      cuda::add_rmsnorm(x, proj, s.layers[l + 1].input_layernorm.as<const float>(), in, wd, T, H, eps);
+    else
+      cuda::add_inplace(x, proj, static_cast<std::size_t>(T) * H);
   }
   if (R == 0) return;
   // Final norm and LM head only on the rows that are sampled or scored.
@@ -351,8 +364,7 @@ void CudaModel::attend(float* out, const float* qkv, const cuda::AttentionRow* r
   // states merged with online_softmax_merge. The plan's key capacity is
   // passed, not this step's longest context, so the arguments, and a
   // captured graph, do not change as contexts grow.
-  cuda::attention(out, qkv, qkv_stride, rows, views, T, S, s.plan.keys, heads, s.buf(State::SCORES),
-                  s.score_floats());
+  cuda::attention(out, qkv, qkv_stride, rows, views, T, S, s.plan.keys, heads, s.buf(State::SCORES), s.score_floats());
 }
 
 }  // namespace servelab

@@ -65,9 +65,9 @@ struct AttentionRow;
 
 /// What the CUDA backend did across its steps (for tests and benchmarks).
 struct CudaStepStats {
-  long steps = 0;         ///< forward() and forward_greedy() calls
-  long plan_growths = 0;  ///< times the buffers were (re)allocated: at make_kv_cache(), reserve(), or an outsized step
-  long graph_replays = 0; ///< decode steps that replayed a captured graph
+  long steps = 0;          ///< forward() and forward_greedy() calls
+  long plan_growths = 0;   ///< times the buffers were (re)allocated: at make_kv_cache(), reserve(), or an outsized step
+  long graph_replays = 0;  ///< decode steps that replayed a captured graph
 };
 
 /// The CUDA implementation behind Model (not thread-safe: one set of device buffers).

@@ -6,7 +6,9 @@
 namespace servelab {
 
 std::unique_ptr<ModelBackend> make_cuda_backend(const ModelConfig&, const ModelWeights&, const std::vector<float>&) {
-  fail("--backend cuda: no usable CUDA device (this build has no CUDA backend: nvcc was not found when it was configured); use --backend cpu");
+  fail(
+      "--backend cuda: no usable CUDA device (this build has no CUDA backend: nvcc was not found when it was "
+      "configured); use --backend cpu");
 }
 
 }  // namespace servelab

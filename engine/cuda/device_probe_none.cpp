@@ -5,6 +5,8 @@ namespace servelab {
 
 int cuda_device_count() { return 0; }
 
-std::string cuda_device_summary() { return "this build has no CUDA support: nvcc was not found when it was configured"; }
+std::string cuda_device_summary() {
+  return "this build has no CUDA support: nvcc was not found when it was configured";
+}
 
 }  // namespace servelab

@@ -34,8 +34,8 @@ __device__ void store(float* out, float v) { *out = v; }
 __device__ void store(std::uint16_t* out, float v) { *out = f32_to_bf16(v); }
 __device__ void store(__half* out, float v) { *out = __float2half_rn(v); }
 
-__global__ void qkv_epilogue_kernel(float* qkv, const float* bias, const AttentionRow* rows, const KVView* views,
-                                    int H, int KVH, int D, const float* inv_freq) {
+__global__ void qkv_epilogue_kernel(float* qkv, const float* bias, const AttentionRow* rows, const KVView* views, int H,
+                                    int KVH, int D, const float* inv_freq) {
   const std::size_t t = blockIdx.x;
   const int half = D / 2, Q = H * D, KV = KVH * D;
   float* row = qkv + t * static_cast<std::size_t>(Q + 2 * KV);  // [q heads | k heads | v heads]
@@ -73,7 +73,8 @@ __global__ void add_rmsnorm_kernel(float* x, const float* y, const float* weight
     if (y != nullptr) x[base + i] = v = v + y[base + i];
     sum_sq += v * v;
   }
-  sum_sq = block_reduce(sum_sq, [](float a, float b) { return a + b; }, 0.0f);
+  sum_sq = block_reduce(
+      sum_sq, [](float a, float b) { return a + b; }, 0.0f);
   const float inv = rms_inv_from_sum_sq(sum_sq, n, eps);
   // Each thread reads back only the elements it wrote: no barrier needed.
   for (int i = threadIdx.x; i < n; i += blockDim.x) store(out + base + i, rmsnorm_scale(x[base + i], inv, weight[i]));
@@ -99,8 +100,8 @@ void qkv_bias_rope_kv_write(float* qkv, const float* bias, const AttentionRow* r
                             const AttentionHeads& heads, const float* inv_freq) {
   check(heads.head_dim % 2 == 0, "cuda::qkv_bias_rope_kv_write: head_dim ", heads.head_dim, " is odd");
   if (T == 0) return;
-  qkv_epilogue_kernel<<<T, kBlockThreads>>>(qkv, bias, rows, views, heads.num_heads, heads.num_kv_heads,
-                                            heads.head_dim, inv_freq);
+  qkv_epilogue_kernel<<<T, kBlockThreads>>>(qkv, bias, rows, views, heads.num_heads, heads.num_kv_heads, heads.head_dim,
+                                            inv_freq);
   CUDA_CHECK_LAUNCH("qkv_epilogue_kernel");
 }
 

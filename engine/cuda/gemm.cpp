@@ -77,8 +77,8 @@ void Gemm::reserve(std::size_t elements) {
 void Gemm::matmul_as_weight(float* out, const void* x, const Tensor& w, int M) { gemm_ex(handle_, out, x, w, M); }
 
 void Gemm::matmul_16bit(float* out, const void* x16, const Tensor& w, int M) {
-  check(w.dtype == DType::BF16 || w.dtype == DType::F16, "cuda::Gemm::matmul_16bit: weight is ",
-        dtype_name(w.dtype), ", not bf16 or f16");
+  check(w.dtype == DType::BF16 || w.dtype == DType::F16, "cuda::Gemm::matmul_16bit: weight is ", dtype_name(w.dtype),
+        ", not bf16 or f16");
   gemm_ex(handle_, out, x16, w, M);
 }
 

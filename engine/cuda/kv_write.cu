@@ -10,8 +10,8 @@ namespace servelab::cuda {
 
 namespace {
 
-__global__ void kv_write_kernel(const float* kv_src, std::size_t src_stride, std::size_t k_offset,
-                                std::size_t v_offset, const AttentionRow* rows, const KVView* views, int kv_dim) {
+__global__ void kv_write_kernel(const float* kv_src, std::size_t src_stride, std::size_t k_offset, std::size_t v_offset,
+                                const AttentionRow* rows, const KVView* views, int kv_dim) {
   const std::size_t t = blockIdx.x;
   const AttentionRow r = rows[t];
   const KVView view = views[r.seq];

@@ -17,7 +17,8 @@ __global__ void rmsnorm_kernel(float* out, const float* x, const float* weight, 
   const std::size_t base = static_cast<std::size_t>(blockIdx.x) * n;
   float sum_sq = 0.0f;
   for (int i = threadIdx.x; i < n; i += blockDim.x) sum_sq += x[base + i] * x[base + i];
-  sum_sq = block_reduce(sum_sq, [](float a, float b) { return a + b; }, 0.0f);
+  sum_sq = block_reduce(
+      sum_sq, [](float a, float b) { return a + b; }, 0.0f);
   const float inv = rms_inv_from_sum_sq(sum_sq, n, eps);
   // Each thread reads and writes the same elements, so out may alias x.
   for (int i = threadIdx.x; i < n; i += blockDim.x) out[base + i] = rmsnorm_scale(x[base + i], inv, weight[i]);

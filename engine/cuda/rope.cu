@@ -10,8 +10,8 @@ namespace servelab::cuda {
 
 namespace {
 
-__global__ void rope_kernel(float* x, std::size_t row_stride, const int* positions, int T, int num_heads,
-                            int head_dim, const float* inv_freq) {
+__global__ void rope_kernel(float* x, std::size_t row_stride, const int* positions, int T, int num_heads, int head_dim,
+                            const float* inv_freq) {
   const int half = head_dim / 2;
   const std::size_t pairs = static_cast<std::size_t>(T) * num_heads * half;
   const std::size_t item = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -30,7 +30,7 @@ void rope(float* x, std::size_t row_stride, const int* positions, int T, int num
   const std::size_t pairs = static_cast<std::size_t>(T) * num_heads * (head_dim / 2);
   if (pairs == 0) return;
   rope_kernel<<<blocks_for(pairs, kBlockThreads), kBlockThreads>>>(x, row_stride, positions, T, num_heads, head_dim,
-                                                                    inv_freq);
+                                                                   inv_freq);
   CUDA_CHECK_LAUNCH("rope_kernel");
 }
 

@@ -45,7 +45,8 @@ std::vector<ClientResult> run_client(const std::string& endpoint, std::span<cons
     const std::string type = (*m)["type"];
     const double t = now_seconds() - start;
     if (type == "token") {
-      r.tokens.push_back(static_cast<std::int32_t>(field_int(*m, "token", 0, std::numeric_limits<std::int32_t>::max())));
+      r.tokens.push_back(
+          static_cast<std::int32_t>(field_int(*m, "token", 0, std::numeric_limits<std::int32_t>::max())));
       r.times.token_times.push_back(t);
     } else if ((type == "finished" || type == "failed") && !done[i]) {
       if (type == "failed") r.error = field_string(*m, "reason");

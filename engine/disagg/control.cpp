@@ -29,8 +29,8 @@ bool wait_readable(zmq::socket_t& socket, int timeout_ms) {
 }
 
 std::string where(const Message& m, const char* key) {
-  return std::string("control message '") + (m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>() : "?") +
-         "': field '" + key + "'";
+  return std::string("control message '") +
+         (m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>() : "?") + "': field '" + key + "'";
 }
 
 }  // namespace
@@ -85,20 +85,24 @@ std::vector<std::int32_t> field_ids(const Message& m, const char* key, std::int6
   check(m.contains(key) && m[key].is_array(), where(m, key), " must be a list of integers");
   std::vector<std::int32_t> ids;
   for (const nlohmann::json& v : m[key])
-    ids.push_back(json_int<std::int32_t>(v, 0, checked_int<std::int32_t>(hi, 0, std::numeric_limits<std::int32_t>::max(),
-                                                                         where(m, key)), where(m, key)));
+    ids.push_back(json_int<std::int32_t>(
+        v, 0, checked_int<std::int32_t>(hi, 0, std::numeric_limits<std::int32_t>::max(), where(m, key)),
+        where(m, key)));
   return ids;
 }
 
 double field_number(const Message& m, const char* key, double lo, double hi) {
   check(m.contains(key) && m[key].is_number(), where(m, key), " must be a number");
   const double v = m[key].get<double>();
-  check(std::isfinite(v) && v >= lo && v <= hi, where(m, key), " must be in [", lo, ", ", hi, "], got ", json_brief(m[key]));
+  check(std::isfinite(v) && v >= lo && v <= hi, where(m, key), " must be in [", lo, ", ", hi, "], got ",
+        json_brief(m[key]));
   return v;
 }
 
 void put_sampling(Message& m, const RequestSampling& s) {
-  m["sampling"] = {{"temperature", s.params.temperature}, {"top_k", s.params.top_k}, {"top_p", s.params.top_p},
+  m["sampling"] = {{"temperature", s.params.temperature},
+                   {"top_k", s.params.top_k},
+                   {"top_p", s.params.top_p},
                    {"seed", s.params.seed}};
   m["stop_token_ids"] = s.stop_token_ids;
 }
@@ -122,7 +126,8 @@ RequestSampling sampling_from(const Message& m, std::int64_t vocab_size) {
 
 nlohmann::json to_json(const TransportInfo& info) {
   nlohmann::json regions = nlohmann::json::array();
-  for (const RemoteRegion& r : info.regions) regions.push_back({{"base", r.base}, {"length", r.length}, {"rkey", r.rkey}});
+  for (const RemoteRegion& r : info.regions)
+    regions.push_back({{"base", r.base}, {"length", r.length}, {"rkey", r.rkey}});
   return {{"address", info.address}, {"regions", regions}};
 }
 
@@ -133,16 +138,20 @@ TransportInfo transport_info_from_json(const nlohmann::json& j) {
   check(j.contains("regions") && j["regions"].is_array(), "registration: 'transport.regions' must be a list");
   for (const nlohmann::json& r : j["regions"]) {
     check(r.is_object(), "registration: a transport region must be an object");
-    info.regions.push_back({json_int<std::uint64_t>(r.value("base", nlohmann::json()), 0, ~std::uint64_t{0}, "region base"),
-                            json_int<std::uint64_t>(r.value("length", nlohmann::json()), 1, ~std::uint64_t{0}, "region length"),
-                            field_string(r, "rkey")});
+    info.regions.push_back(
+        {json_int<std::uint64_t>(r.value("base", nlohmann::json()), 0, ~std::uint64_t{0}, "region base"),
+         json_int<std::uint64_t>(r.value("length", nlohmann::json()), 1, ~std::uint64_t{0}, "region length"),
+         field_string(r, "rkey")});
   }
   return info;
 }
 
 nlohmann::json to_json(const KVLayout& l) {
-  return {{"num_layers", l.num_layers}, {"num_blocks", l.num_blocks}, {"block_size", l.block_size},
-          {"kv_dim", l.kv_dim}, {"dtype_bytes", l.dtype_bytes}};
+  return {{"num_layers", l.num_layers},
+          {"num_blocks", l.num_blocks},
+          {"block_size", l.block_size},
+          {"kv_dim", l.kv_dim},
+          {"dtype_bytes", l.dtype_bytes}};
 }
 
 KVLayout kv_layout_from_json(const nlohmann::json& j) {

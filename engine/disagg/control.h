@@ -56,8 +56,8 @@ double field_number(const Message& m, const char* key, double lo, double hi);
 
 /// A request's sampling settings and stop tokens, as they travel from the client to both workers.
 struct RequestSampling {
-  SamplingParams params{};                    ///< temperature, top_k, top_p, seed (below 2^63 on the wire)
-  std::vector<std::int32_t> stop_token_ids{}; ///< the request finishes after emitting one of these
+  SamplingParams params{};                     ///< temperature, top_k, top_p, seed (below 2^63 on the wire)
+  std::vector<std::int32_t> stop_token_ids{};  ///< the request finishes after emitting one of these
 };
 /// Adds @p sampling to @p m as fields "sampling" and "stop_token_ids".
 void put_sampling(Message& m, const RequestSampling& sampling);

@@ -20,7 +20,8 @@ void DecodeRole::alloc(const Message& m) {
         c_.engine.add_remote_request(prompt, sampling.params, max_tokens, sampling.stop_token_ids);
     if (!id) {
       const KVCacheManager& kv = c_.engine.kv_cache_manager();
-      c_.send({{"type", "full"}, {"req", req},
+      c_.send({{"type", "full"},
+               {"req", req},
                {"reason", "decode worker has " + std::to_string(kv.block_pool().num_free_blocks()) +
                               " free KV blocks, the prompt needs " +
                               std::to_string(kv.num_blocks_for(static_cast<long>(prompt.size())))}});
@@ -36,7 +37,8 @@ void DecodeRole::alloc(const Message& m) {
 void DecodeRole::prefill_locally(const Message& m) {
   const std::int64_t req = field_req(m);
   const auto it = find(req);
-  if (it == jobs_.end()) return c_.report_failure(req, "this worker holds no blocks for the request (no ALLOC, or freed)");
+  if (it == jobs_.end())
+    return c_.report_failure(req, "this worker holds no blocks for the request (no ALLOC, or freed)");
   c_.engine.compute_prompt_locally(it->first);
   it->second.local = true;
 }
@@ -92,11 +94,21 @@ void DecodeRole::on_token(const RequestOutput& out, double step_start, double st
     // Role both: this step was the prefill; report it as a prefill worker would, with nothing moved.
     const int n = r.num_prompt_tokens();
     const std::string checksum = c_.checksum(out.request_id, n);
-    job.accounting = {{"mode", "local"}, {"prompt_tokens", n}, {"bytes", 0}, {"descriptors_uncoalesced", 0},
-                      {"descriptors", 0}, {"prefill_ms", (step_end - step_start) * 1e3}, {"transfer_ms", 0.0},
-                      {"src_checksum", checksum}, {"dst_checksum", checksum}, {"paced_bytes_per_second", 0.0}};
-    c_.send({{"type", "kv_ready"}, {"req", job.req}, {"first_token", out.token},
-             {"src_blocks", c_.blocks_of(out.request_id)}, {"accounting", job.accounting}});
+    job.accounting = {{"mode", "local"},
+                      {"prompt_tokens", n},
+                      {"bytes", 0},
+                      {"descriptors_uncoalesced", 0},
+                      {"descriptors", 0},
+                      {"prefill_ms", (step_end - step_start) * 1e3},
+                      {"transfer_ms", 0.0},
+                      {"src_checksum", checksum},
+                      {"dst_checksum", checksum},
+                      {"paced_bytes_per_second", 0.0}};
+    c_.send({{"type", "kv_ready"},
+             {"req", job.req},
+             {"first_token", out.token},
+             {"src_blocks", c_.blocks_of(out.request_id)},
+             {"accounting", job.accounting}});
   } else {
     c_.send({{"type", "token"}, {"req", job.req}, {"token", out.token}});
   }

@@ -25,11 +25,11 @@ namespace servelab::disagg {
 
 /// What the decode role keeps of a request from ALLOC to its last token.
 struct DecodeJob {
-  std::int64_t req = 0;                     ///< the router's id
-  double deadline = 0;                      ///< fail it if the KV has not arrived by then (now_seconds())
-  bool local = false;                       ///< role both: the prompt is computed here
-  double read_seconds = 0;                  ///< READ mode: how long the get took
-  Message accounting = Message::object();   ///< the transfer's accounting, reported with FINISHED
+  std::int64_t req = 0;                    ///< the router's id
+  double deadline = 0;                     ///< fail it if the KV has not arrived by then (now_seconds())
+  bool local = false;                      ///< role both: the prompt is computed here
+  double read_seconds = 0;                 ///< READ mode: how long the get took
+  Message accounting = Message::object();  ///< the transfer's accounting, reported with FINISHED
 };
 
 /// Decodes requests whose prompts other workers (or this one, role both) prefill.

@@ -13,8 +13,10 @@ constexpr int kKeyRegion = 0, kValueRegion = 1;
 
 std::uint64_t row_offset(const KVLayout& l, int layer, std::int32_t block, int token) {
   return ((static_cast<std::uint64_t>(layer) * static_cast<std::uint64_t>(l.num_blocks) +
-           static_cast<std::uint64_t>(block)) * static_cast<std::uint64_t>(l.block_size) +
-          static_cast<std::uint64_t>(token)) * l.row_bytes();
+           static_cast<std::uint64_t>(block)) *
+              static_cast<std::uint64_t>(l.block_size) +
+          static_cast<std::uint64_t>(token)) *
+         l.row_bytes();
 }
 
 void check_table(const KVLayout& l, std::span<const std::int32_t> blocks, int num_tokens, const char* side) {
@@ -24,14 +26,18 @@ void check_table(const KVLayout& l, std::span<const std::int32_t> blocks, int nu
         " blocks, ", num_tokens, " tokens need ", needed);
   for (long i = 0; i < needed; ++i)
     check(blocks[static_cast<std::size_t>(i)] >= 0 && blocks[static_cast<std::size_t>(i)] < l.num_blocks,
-          "kv transfer: ", side, " block id ", blocks[static_cast<std::size_t>(i)], " is outside [0, ", l.num_blocks, ")");
+          "kv transfer: ", side, " block id ", blocks[static_cast<std::size_t>(i)], " is outside [0, ", l.num_blocks,
+          ")");
 }
 
 }  // namespace
 
 KVLayout kv_layout_of(const KVCache& cache) {
-  return {.num_layers = cache.num_layers(), .num_blocks = cache.num_blocks(), .block_size = cache.block_size(),
-          .kv_dim = static_cast<int>(cache.kv_dim()), .dtype_bytes = static_cast<int>(sizeof(float))};
+  return {.num_layers = cache.num_layers(),
+          .num_blocks = cache.num_blocks(),
+          .block_size = cache.block_size(),
+          .kv_dim = static_cast<int>(cache.kv_dim()),
+          .dtype_bytes = static_cast<int>(sizeof(float))};
 }
 
 void register_kv_cache(Transport& transport, KVCache& cache) {
@@ -57,17 +63,19 @@ TransferPlan plan_transfer(const KVLayout& src, std::span<const std::int32_t> sr
       for (int first = 0; first < num_blocks;) {
         int end = first + 1;
         // BEGIN LAB07 SOLUTION: plan_transfer, extend the run [first, end) while both sides' next block ids are consecutive
-        while (end < num_blocks && src_blocks[static_cast<std::size_t>(end)] == src_blocks[static_cast<std::size_t>(end - 1)] + 1 &&
+        while (end < num_blocks &&
+               src_blocks[static_cast<std::size_t>(end)] == src_blocks[static_cast<std::size_t>(end - 1)] + 1 &&
                dst_blocks[static_cast<std::size_t>(end)] == dst_blocks[static_cast<std::size_t>(end - 1)] + 1)
           ++end;
         // END LAB07 SOLUTION
         const int tokens = std::min(end * src.block_size, num_tokens) - first * src.block_size;
         const std::uint64_t length = static_cast<std::uint64_t>(tokens) * src.row_bytes();
-        plan.descriptors.push_back({.local_region = region,
-                                    .local_offset = row_offset(src, layer, src_blocks[static_cast<std::size_t>(first)], 0),
-                                    .remote_region = region,
-                                    .remote_offset = row_offset(dst, layer, dst_blocks[static_cast<std::size_t>(first)], 0),
-                                    .length = length});
+        plan.descriptors.push_back(
+            {.local_region = region,
+             .local_offset = row_offset(src, layer, src_blocks[static_cast<std::size_t>(first)], 0),
+             .remote_region = region,
+             .remote_offset = row_offset(dst, layer, dst_blocks[static_cast<std::size_t>(first)], 0),
+             .length = length});
         plan.num_uncoalesced += end - first;
         plan.bytes += length;
         first = end;
@@ -84,7 +92,8 @@ std::uint64_t kv_checksum(KVCache& cache, std::span<const std::int32_t> blocks, 
     for (const float* base : {cache.key_blocks(layer), cache.value_blocks(layer)})
       for (int t = 0; t < num_tokens; ++t) {
         const float* row = base + (static_cast<std::size_t>(blocks[static_cast<std::size_t>(t / l.block_size)]) *
-                                       static_cast<std::size_t>(l.block_size) + static_cast<std::size_t>(t % l.block_size)) *
+                                       static_cast<std::size_t>(l.block_size) +
+                                   static_cast<std::size_t>(t % l.block_size)) *
                                       static_cast<std::size_t>(l.kv_dim);
         h = fnv1a({reinterpret_cast<const char*>(row), l.row_bytes()}, h);
       }

@@ -31,14 +31,16 @@ namespace servelab::disagg {
 
 /// A KV cache's shape as its peers need it (sent in the worker's registration).
 struct KVLayout {
-  int num_layers = 0;  ///< decoder layers
-  int num_blocks = 0;  ///< blocks per layer in this worker's cache
-  int block_size = 0;  ///< tokens per block
-  int kv_dim = 0;      ///< floats per token per layer, K or V: num_kv_heads * head_dim
-  int dtype_bytes = 4; ///< bytes per element (f32)
+  int num_layers = 0;   ///< decoder layers
+  int num_blocks = 0;   ///< blocks per layer in this worker's cache
+  int block_size = 0;   ///< tokens per block
+  int kv_dim = 0;       ///< floats per token per layer, K or V: num_kv_heads * head_dim
+  int dtype_bytes = 4;  ///< bytes per element (f32)
 
   /// Bytes of one token's K (or V) in one layer.
-  std::uint64_t row_bytes() const { return static_cast<std::uint64_t>(kv_dim) * static_cast<std::uint64_t>(dtype_bytes); }
+  std::uint64_t row_bytes() const {
+    return static_cast<std::uint64_t>(kv_dim) * static_cast<std::uint64_t>(dtype_bytes);
+  }
   /// True when K/V rows of the two layouts can be copied byte for byte (block counts may differ).
   bool compatible(const KVLayout& other) const {
     return num_layers == other.num_layers && block_size == other.block_size && kv_dim == other.kv_dim &&

@@ -66,11 +66,11 @@ class LayerStreamer {
   TransferOptions options_;
   std::mutex mutex_;
   std::condition_variable ready_;
-  int num_ready_ = 0;       // layers marked done
-  bool stop_ = false;       // the destructor's: no more layers will come
+  int num_ready_ = 0;                             // layers marked done
+  bool stop_ = false;                             // the destructor's: no more layers will come
   std::vector<std::pair<double, double>> spans_;  // [start, end] of each layer's write
   std::exception_ptr error_;
-  std::thread thread_;      // last: started once everything above exists
+  std::thread thread_;  // last: started once everything above exists
 };
 
 }  // namespace servelab::disagg

@@ -22,9 +22,9 @@ namespace servelab::disagg {
 
 /// An interconnect by its line rate.
 struct Link {
-  std::string name;               ///< --link value
-  double bytes_per_second = 0;    ///< line rate, one direction; 0 = none (no pacing)
-  std::string description;        ///< for tables
+  std::string name;             ///< --link value
+  double bytes_per_second = 0;  ///< line rate, one direction; 0 = none (no pacing)
+  std::string description;      ///< for tables
 };
 
 /// ib-hdr, ib-ndr, roce-100g, nvlink and none.

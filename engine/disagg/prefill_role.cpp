@@ -51,7 +51,8 @@ void PrefillRole::expire(double now) {
   for (const auto& [id, job] : jobs_)
     if (job.held_until >= 0 && now > job.held_until) late.push_back(id);
   for (int id : late) {
-    std::cerr << "servelab worker (prefill): request " << jobs_.at(id).req << " never confirmed its read; blocks freed\n";
+    std::cerr << "servelab worker (prefill): request " << jobs_.at(id).req
+              << " never confirmed its read; blocks freed\n";
     release(id);
   }
 }
@@ -70,7 +71,8 @@ void PrefillRole::on_layer(int layer) {
           layers.push_back(plan_transfer(c_.layout, src, decode.layout, job.dst, n, l, l + 1).descriptors);
           job.streamed_descriptors += layers.back().size();
         }
-        job.streamer = std::make_unique<LayerStreamer>(c_.transport, decode.handle, std::move(layers), c_.transfer_options());
+        job.streamer =
+            std::make_unique<LayerStreamer>(c_.transport, decode.handle, std::move(layers), c_.transfer_options());
       } catch (const Error& e) {
         job.stream_error = e.what();  // the hook runs inside the forward pass: report after the step
         continue;
@@ -98,10 +100,15 @@ void PrefillRole::transfer(int id, PrefillJob& job, std::int32_t first, double t
   const int n = c_.engine.request(id).num_prompt_tokens();
   const TransferPlan plan = plan_transfer(c_.layout, src, decode.layout, job.dst, n, 0, c_.layout.num_layers);
   const std::int64_t req = job.req;
-  Message accounting = {{"mode", to_string(c_.config.mode)}, {"prompt_tokens", n}, {"bytes", plan.bytes},
-                        {"descriptors_uncoalesced", plan.num_uncoalesced}, {"descriptors", plan.descriptors.size()},
-                        {"prefill_ms", (t1 - t0) * 1e3}, {"src_checksum", c_.checksum(id, n)},
-                        {"paced_bytes_per_second", c_.pace}, {"layerwise", c_.config.layerwise}};
+  Message accounting = {{"mode", to_string(c_.config.mode)},
+                        {"prompt_tokens", n},
+                        {"bytes", plan.bytes},
+                        {"descriptors_uncoalesced", plan.num_uncoalesced},
+                        {"descriptors", plan.descriptors.size()},
+                        {"prefill_ms", (t1 - t0) * 1e3},
+                        {"src_checksum", c_.checksum(id, n)},
+                        {"paced_bytes_per_second", c_.pace},
+                        {"layerwise", c_.config.layerwise}};
   Message ready = {{"type", "kv_ready"}, {"req", req}, {"first_token", first}, {"src_blocks", src}};
   if (c_.config.mode == TransferMode::READ) {
     // vLLM's delayed free: the blocks stay until decode has read them, or kv_timeout.

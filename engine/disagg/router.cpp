@@ -20,18 +20,18 @@ volatile std::sig_atomic_t g_stop = 0;
 
 struct Worker {
   int id = 0;
-  std::string role;       // "prefill", "decode" or "both"
-  Message registration;   // as sent, relayed to the other role
+  std::string role;      // "prefill", "decode" or "both"
+  Message registration;  // as sent, relayed to the other role
   double last_seen = 0;
 };
 
 struct RoutedRequest {
-  std::string client;     // identity of the submitting client
+  std::string client;  // identity of the submitting client
   std::int64_t client_req = 0;
-  Message prompt;         // token ids, as submitted (checked by the workers' engines)
+  Message prompt;  // token ids, as submitted (checked by the workers' engines)
   std::int64_t max_tokens = 0;
   Message sampling = Message::object();  // "sampling" and "stop_token_ids" as submitted, for both workers
-  std::string prefill{}, decode{};  // identities; empty until chosen
+  std::string prefill{}, decode{};       // identities; empty until chosen
   double submitted = 0;
   Message accounting = Message::object();
 };
@@ -96,7 +96,10 @@ class Router {
     if (type == "register") return register_worker(from, m);
     if (type == "heartbeat") return;
     if (type == "submit") return submit(from, m);
-    if (type == "shutdown") { shutdown_ = true; return; }
+    if (type == "shutdown") {
+      shutdown_ = true;
+      return;
+    }
     if (type == "status") return send_status(from);
     const std::int64_t req = field_int(m, "req", 0, next_req_);
     const auto it = requests_.find(req);
@@ -108,7 +111,10 @@ class Router {
       if (r.prefill.empty()) return fail_request(req, "no prefill worker is registered");
       r.accounting["prefill_worker"] = workers_.at(r.prefill).id;
       r.accounting["decode_worker"] = workers_.at(r.decode).id;
-      Message prefill = {{"type", "prefill"}, {"req", req}, {"prompt", r.prompt}, {"dst_blocks", m.at("blocks")},
+      Message prefill = {{"type", "prefill"},
+                         {"req", req},
+                         {"prompt", r.prompt},
+                         {"dst_blocks", m.at("blocks")},
                          {"decode_worker", workers_.at(r.decode).id}};
       prefill.update(r.sampling);
       send_message(socket_, r.prefill, prefill);
@@ -143,14 +149,15 @@ class Router {
 
   void register_worker(const std::string& from, const Message& m) {
     const std::string role = field_string(m, "role");
-    check(role == "prefill" || role == "decode" || role == "both", "register: role must be prefill, decode or both, got '",
-          role, "'");
+    check(role == "prefill" || role == "decode" || role == "both",
+          "register: role must be prefill, decode or both, got '", role, "'");
     const std::string hash = field_string(m, "model_hash");
     for (const auto& [identity, w] : workers_)
       if (w.registration["model_hash"] != hash) {
-        send_message(socket_, from, {{"type", "refused"}, {"reason", "model hash " + hash + " differs from " +
-                                                                         w.role + " worker " + std::to_string(w.id) +
-                                                                         "'s " + w.registration["model_hash"].get<std::string>()}});
+        send_message(socket_, from,
+                     {{"type", "refused"},
+                      {"reason", "model hash " + hash + " differs from " + w.role + " worker " + std::to_string(w.id) +
+                                     "'s " + w.registration["model_hash"].get<std::string>()}});
         return;
       }
     Worker w{next_worker_++, role, m, now_seconds()};
@@ -236,14 +243,16 @@ class Router {
     std::cerr << "servelab router: request " << req << " failed: " << reason << "\n";
     for (const std::string& w : {it->second.prefill, it->second.decode})
       if (!w.empty() && workers_.count(w)) send_message(socket_, w, {{"type", "abort"}, {"req", req}});
-    send_message(socket_, it->second.client,
-                 {{"type", "failed"}, {"req", it->second.client_req}, {"reason", reason}});
+    send_message(socket_, it->second.client, {{"type", "failed"}, {"req", it->second.client_req}, {"reason", reason}});
     requests_.erase(it);
   }
 
   void evict_silent(double now) {
     for (auto it = workers_.begin(); it != workers_.end();) {
-      if (now - it->second.last_seen <= config_.worker_timeout) { ++it; continue; }
+      if (now - it->second.last_seen <= config_.worker_timeout) {
+        ++it;
+        continue;
+      }
       const std::string identity = it->first;
       const Worker gone = it->second;
       it = workers_.erase(it);
@@ -264,7 +273,7 @@ class Router {
   std::string endpoint_;
   std::map<std::string, Worker> workers_;  // by ZeroMQ identity
   std::map<std::int64_t, RoutedRequest> requests_;
-  std::deque<std::int64_t> pending_;       // waiting for decode blocks, oldest first
+  std::deque<std::int64_t> pending_;  // waiting for decode blocks, oldest first
   int next_worker_ = 0;
   std::int64_t next_req_ = 0;
   std::map<std::string, std::size_t> next_of_role_;  // round-robin turn per role

@@ -31,10 +31,10 @@ namespace servelab::disagg {
 /// Router settings (`servelab router` flags).
 struct RouterConfig {
   std::string endpoint = "tcp://127.0.0.1:0";  ///< --control: where to bind; port 0 = an ephemeral one
-  std::string endpoint_file;                   ///< --endpoint-file: write the bound endpoint here (for workers and clients)
-  double heartbeat_interval = 0.25;            ///< seconds between heartbeats to workers
-  double worker_timeout = 2;                   ///< --worker-timeout: a worker silent this long is evicted
-  double request_timeout = 10;                 ///< --request-timeout: longest a request waits for decode blocks
+  std::string endpoint_file;         ///< --endpoint-file: write the bound endpoint here (for workers and clients)
+  double heartbeat_interval = 0.25;  ///< seconds between heartbeats to workers
+  double worker_timeout = 2;         ///< --worker-timeout: a worker silent this long is evicted
+  double request_timeout = 10;       ///< --request-timeout: longest a request waits for decode blocks
 };
 
 /**

@@ -54,7 +54,7 @@ struct FleetConfig {
 
 /// What a simulated fleet did with a workload.
 struct FleetRun {
-  std::vector<RequestTimes> times;  ///< per workload request, in workload order, on the simulated clock
+  std::vector<RequestTimes> times;       ///< per workload request, in workload order, on the simulated clock
   std::vector<double> transfer_seconds;  ///< per request, link queueing included; empty when colocated
 };
 

@@ -63,7 +63,7 @@ struct TransferDescriptor {
 
 /// Limits on one transfer call.
 struct TransferOptions {
-  double timeout_seconds = 5;        ///< the whole call fails with an Error after this long
+  double timeout_seconds = 5;  ///< the whole call fails with an Error after this long
   /**
    * Pacing to an emulated link by the side that starts the transfer, bytes
    * per second; 0 = as fast as the real path. A piece is posted no earlier

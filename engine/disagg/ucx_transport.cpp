@@ -41,7 +41,8 @@ std::vector<Piece> cut(std::span<const TransferDescriptor> descriptors) {
 // shared-memory transports cannot detect a dead peer: asked for peer error handling they refuse
 // the endpoint and log an ERROR, so such a run asks for none and relies on the timeouts.
 bool shared_memory_only(const char* tls) {
-  if (tls == nullptr || *tls == '\0' || *tls == '^') return false;  // unset or an exclusion list: UCX may pick a network
+  if (tls == nullptr || *tls == '\0' || *tls == '^')
+    return false;  // unset or an exclusion list: UCX may pick a network
   std::string list = tls;
   for (std::size_t start = 0; start <= list.size();) {
     const std::size_t end = std::min(list.find(',', start), list.size());
@@ -80,7 +81,7 @@ struct UcxTransport::State {
   };
   struct Peer {
     ucp_ep_h ep = nullptr;
-    std::vector<ucp_rkey_h> rkeys;     // [peer regions]
+    std::vector<ucp_rkey_h> rkeys;      // [peer regions]
     std::vector<RemoteRegion> regions;  // [peer regions]
     ucs_status_t error = UCS_OK;        // set by UCX's error callback when the peer failed
   };
@@ -138,7 +139,10 @@ struct UcxTransport::State {
       ucp_worker_progress(worker);
       for (auto it = pending.begin(); it != pending.end();) {
         const ucs_status_t s = ucp_request_check_status(*it);
-        if (s == UCS_INPROGRESS) { ++it; continue; }
+        if (s == UCS_INPROGRESS) {
+          ++it;
+          continue;
+        }
         ucp_request_free(*it);
         it = pending.erase(it);
         if (s != UCS_OK) {
@@ -245,7 +249,8 @@ int UcxTransport::add_peer(const TransportInfo& info) {
   ucs_status_t status = ucp_ep_create(s_->worker, &params, &p.ep);
   if (status == UCS_ERR_UNREACHABLE && (params.field_mask & UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE) != 0) {
     // Transports the list above does not know refused it too: the same endpoint without it.
-    params.field_mask &= ~static_cast<std::uint64_t>(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
+    params.field_mask &=
+        ~static_cast<std::uint64_t>(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
     status = ucp_ep_create(s_->worker, &params, &p.ep);
   }
   if (status != UCS_OK) {

@@ -43,9 +43,11 @@ std::unique_ptr<Model> load_model(const WorkerConfig& c) {
   // and a worker of both roles, whose decodes share its steps, does not stream (a decode worker
   // takes the flag and ignores it: the prefill side streams).
   // A layer's KV is final only after the prompt's last chunk: streaming needs the prompt in one step.
-  check(!c.layerwise || !c.enable_chunked_prefill, "--layerwise streams one forward pass: it cannot take "
+  check(!c.layerwise || !c.enable_chunked_prefill,
+        "--layerwise streams one forward pass: it cannot take "
         "--enable-chunked-prefill");
-  check(!c.layerwise || c.role != WorkerRole::BOTH, "--layerwise streams from a prefill worker's steps: it needs --role "
+  check(!c.layerwise || c.role != WorkerRole::BOTH,
+        "--layerwise streams from a prefill worker's steps: it needs --role "
         "prefill (or decode, which ignores it), got both");
   return cli::load_model(c.model);
 }
@@ -68,13 +70,16 @@ EngineConfig engine_config(const WorkerConfig& c) {
 class Worker {
  public:
   explicit Worker(const WorkerConfig& c)
-      : c_(c), model_(load_model(c)), engine_(*model_, engine_config(c)),
+      : c_(c),
+        model_(load_model(c)),
+        engine_(*model_, engine_config(c)),
         context_{.config = c_, .engine = engine_, .transport = transport_, .socket = socket_} {
     context_.pace = emulated_rate(find_link(c.link, "--link"), model_->config(), preset(c.link_model));
     context_.vocab_size = model_->config().vocab_size;
     register_kv_cache(transport_, engine_.kv_cache());
     context_.layout = kv_layout_of(engine_.kv_cache());
-    if (c.layerwise && c.role == WorkerRole::PREFILL) model_->set_layer_hook([this](int layer) { prefill_.on_layer(layer); });
+    if (c.layerwise && c.role == WorkerRole::PREFILL)
+      model_->set_layer_hook([this](int layer) { prefill_.on_layer(layer); });
     socket_ = connect_dealer(zmq_, read_endpoint(c));
   }
 
@@ -118,13 +123,16 @@ class Worker {
 
  private:
   void register_with_router() {
-    send_message(socket_, {{"type", "register"}, {"role", to_string(c_.role)},
-                           {"transport", to_json(transport_.local_info())}, {"kv_layout", to_json(context_.layout)},
+    send_message(socket_, {{"type", "register"},
+                           {"role", to_string(c_.role)},
+                           {"transport", to_json(transport_.local_info())},
+                           {"kv_layout", to_json(context_.layout)},
                            {"model_hash", model_hash(c_.model)}});
     const auto answer = receive_message(socket_, static_cast<int>(c_.router_timeout * 1000));
-    check(answer.has_value(), "router: no answer to the registration within --router-timeout ", c_.router_timeout, " s");
-    check((*answer)["type"] != "refused", "router refused the registration: ",
-          answer->value("reason", std::string("no reason given")));
+    check(answer.has_value(), "router: no answer to the registration within --router-timeout ", c_.router_timeout,
+          " s");
+    check((*answer)["type"] != "refused",
+          "router refused the registration: ", answer->value("reason", std::string("no reason given")));
     check((*answer)["type"] == "registered", "router: expected 'registered', got '", (*answer)["type"], "'");
     context_.self_id = field_worker(*answer, "worker_id");
   }
@@ -135,8 +143,10 @@ class Worker {
     const std::vector<RequestOutput> outputs = engine_.step();
     const double t1 = now_seconds();
     for (const RequestOutput& out : outputs) {
-      if (prefill_.owns(out.request_id)) prefill_.on_first_token(out, t0, t1);
-      else if (decode_.owns(out.request_id)) decode_.on_token(out, t0, t1);
+      if (prefill_.owns(out.request_id))
+        prefill_.on_first_token(out, t0, t1);
+      else if (decode_.owns(out.request_id))
+        decode_.on_token(out, t0, t1);
     }
   }
 
@@ -154,8 +164,10 @@ class Worker {
       }
     } else if (type == "prefill") {
       // Role both, decoding this request itself: the prompt runs straight into the blocks it holds.
-      if (field_worker(m, "decode_worker") == context_.self_id) decode_.prefill_locally(m);
-      else prefill_.prefill(m);
+      if (field_worker(m, "decode_worker") == context_.self_id)
+        decode_.prefill_locally(m);
+      else
+        prefill_.prefill(m);
     } else if (type == "read_done") {
       prefill_.read_done(field_req(m));
     } else if (type == "alloc") {

@@ -52,21 +52,22 @@ WorkerRole parse_worker_role(const std::string& text, const std::string& what);
 /// Worker settings (`servelab worker` flags).
 struct WorkerConfig {
   WorkerRole role = WorkerRole::PREFILL;  ///< --role
-  std::string router;                ///< --router: the router's endpoint (tcp://host:port)
-  std::string router_file;           ///< --router-file: read the endpoint from this file instead (waits for it)
-  cli::ModelFlags model{.threads = 1};  ///< the model flags (cli/model_flags.h); one thread: a worker per core is the point
-  int num_blocks = 256;              ///< --num-blocks: KV blocks in this worker's pool
-  int block_size = 16;               ///< --block-size: tokens per block (must match the peer's)
-  int max_num_seqs = 16;             ///< --max-num-seqs: most requests in one engine step
-  int max_num_batched_tokens = 2048; ///< --max-num-batched-tokens: most tokens in one step
+  std::string router;                     ///< --router: the router's endpoint (tcp://host:port)
+  std::string router_file;                ///< --router-file: read the endpoint from this file instead (waits for it)
+  cli::ModelFlags model{.threads =
+                            1};  ///< the model flags (cli/model_flags.h); one thread: a worker per core is the point
+  int num_blocks = 256;          ///< --num-blocks: KV blocks in this worker's pool
+  int block_size = 16;           ///< --block-size: tokens per block (must match the peer's)
+  int max_num_seqs = 16;         ///< --max-num-seqs: most requests in one engine step
+  int max_num_batched_tokens = 2048;    ///< --max-num-batched-tokens: most tokens in one step
   bool enable_chunked_prefill = false;  ///< --enable-chunked-prefill: a prompt may take several steps (lab 06's switch)
   TransferMode mode = TransferMode::WRITE;  ///< --kv-transfer
-  bool layerwise = false;            ///< --layerwise: stream each layer's KV during the forward pass (WRITE only)
-  std::string link = "none";         ///< --link: emulated interconnect (link.h)
+  bool layerwise = false;                 ///< --layerwise: stream each layer's KV during the forward pass (WRITE only)
+  std::string link = "none";              ///< --link: emulated interconnect (link.h)
   std::string link_model = "llama-3-8b";  ///< --link-model: the large model whose KV the pacing stands in for
-  double kv_timeout = 5;             ///< --kv-timeout: longest wait for a request's KV (either side), seconds
-  double router_timeout = 3;         ///< --router-timeout: exit after this long without a word from the router
-  double heartbeat_interval = 0.25;  ///< seconds between heartbeats
+  double kv_timeout = 5;                  ///< --kv-timeout: longest wait for a request's KV (either side), seconds
+  double router_timeout = 3;              ///< --router-timeout: exit after this long without a word from the router
+  double heartbeat_interval = 0.25;       ///< seconds between heartbeats
 };
 
 /// How a worker's run ended.

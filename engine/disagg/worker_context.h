@@ -21,22 +21,22 @@ namespace servelab::disagg {
 
 /// A worker of the other role, as the router relayed its registration.
 struct Peer {
-  int handle = 0;  ///< Transport peer handle
-  KVLayout layout; ///< its KV cache's layout (block ids in messages index its cache)
+  int handle = 0;   ///< Transport peer handle
+  KVLayout layout;  ///< its KV cache's layout (block ids in messages index its cache)
 };
 
 /// The state both roles of a worker use; owned by the worker's loop, which outlives the roles.
 struct WorkerContext {
-  const WorkerConfig& config;  ///< the flags
-  Engine& engine;              ///< the one engine: every request of either role is one of its requests
-  Transport& transport;        ///< the KV data plane, with the engine's KV cache registered
-  zmq::socket_t& socket;       ///< the DEALER connected to the router
-  KVLayout layout{};           ///< this worker's KV layout
-  double pace = 0;             ///< link emulation: bytes per second of each transfer; 0 = unpaced
-  std::map<int, Peer> peers{}; ///< by router-given worker id
-  int vocab_size = 0;          ///< the model's: token ids in messages must be below it
-  int self_id = -1;            ///< the router's id for this worker
-  long served = 0;             ///< requests prefilled or decoded to the end
+  const WorkerConfig& config;   ///< the flags
+  Engine& engine;               ///< the one engine: every request of either role is one of its requests
+  Transport& transport;         ///< the KV data plane, with the engine's KV cache registered
+  zmq::socket_t& socket;        ///< the DEALER connected to the router
+  KVLayout layout{};            ///< this worker's KV layout
+  double pace = 0;              ///< link emulation: bytes per second of each transfer; 0 = unpaced
+  std::map<int, Peer> peers{};  ///< by router-given worker id
+  int vocab_size = 0;           ///< the model's: token ids in messages must be below it
+  int self_id = -1;             ///< the router's id for this worker
+  long served = 0;              ///< requests prefilled or decoded to the end
 
   /// Sends @p message to the router.
   void send(const Message& message) { send_message(socket, message); }
@@ -47,7 +47,9 @@ struct WorkerContext {
   /// The peer whose router id is @p worker_id. @throws Error when its registration has not arrived.
   const Peer& peer(int worker_id) const;
   /// Each transfer's deadline and pacing.
-  TransferOptions transfer_options() const { return {.timeout_seconds = config.kv_timeout, .pace_bytes_per_second = pace}; }
+  TransferOptions transfer_options() const {
+    return {.timeout_seconds = config.kv_timeout, .pace_bytes_per_second = pace};
+  }
   /// The KV blocks of engine request @p request_id, in table order.
   std::vector<std::int32_t> blocks_of(int request_id) const;
   /// kv_checksum() of the first @p num_tokens tokens of engine request @p request_id, as 16 hex digits.

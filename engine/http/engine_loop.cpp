@@ -9,9 +9,7 @@ namespace servelab {
 
 RequestStream::Update RequestStream::next(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  const auto has_news = [&] {
-    return taken_ < tokens_.size() || finished_ || (admitted_ && !admission_reported_);
-  };
+  const auto has_news = [&] { return taken_ < tokens_.size() || finished_ || (admitted_ && !admission_reported_); };
   changed_.wait_for(lock, timeout, has_news);
   Update u;
   u.tokens.assign(tokens_.begin() + static_cast<std::ptrdiff_t>(taken_), tokens_.end());
@@ -140,8 +138,8 @@ void EngineLoop::admit_pending() {
       }
     }
     try {
-      const int id = engine_.add_request(p.request.prompt, p.request.sampling, p.request.max_tokens,
-                                         p.request.stop_token_ids);
+      const int id =
+          engine_.add_request(p.request.prompt, p.request.sampling, p.request.max_tokens, p.request.stop_token_ids);
       std::lock_guard lock(s.mutex_);
       s.request_id_ = id;
       s.admitted_ = true;
@@ -176,8 +174,8 @@ void EngineLoop::abort_cancelled() {
 
 void EngineLoop::deliver(const std::vector<RequestOutput>& outputs) {
   for (const RequestOutput& out : outputs) {
-    const auto it = std::find_if(active_.begin(), active_.end(),
-                                 [&](const auto& s) { return s->request_id_ == out.request_id; });
+    const auto it =
+        std::find_if(active_.begin(), active_.end(), [&](const auto& s) { return s->request_id_ == out.request_id; });
     if (it == active_.end()) continue;  // not a served request (cannot happen: every request comes from submit())
     const std::shared_ptr<RequestStream> s = *it;
     {

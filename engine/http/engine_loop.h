@@ -34,10 +34,10 @@ namespace servelab {
 
 /// A generation request as a handler hands it to the engine loop.
 struct EngineRequest {
-  std::vector<std::int32_t> prompt;            ///< [prompt_len] token ids
-  SamplingParams sampling;                     ///< temperature, top_p, top_k, seed
-  int max_tokens = 16;                         ///< most output tokens
-  std::vector<std::int32_t> stop_token_ids;    ///< finish after one of these (empty with ignore_eos)
+  std::vector<std::int32_t> prompt;          ///< [prompt_len] token ids
+  SamplingParams sampling;                   ///< temperature, top_p, top_k, seed
+  int max_tokens = 16;                       ///< most output tokens
+  std::vector<std::int32_t> stop_token_ids;  ///< finish after one of these (empty with ignore_eos)
 };
 
 /// One request's channel from the engine loop to its handler: tokens as they are sampled, then the end.
@@ -45,11 +45,11 @@ class RequestStream {
  public:
   /// What next() returns: the tokens since the previous call, and whether the request ended.
   struct Update {
-    std::vector<std::int32_t> tokens;            ///< new output tokens, in order
-    bool admitted = false;                       ///< the engine took the request (false: still queued or refused)
-    bool finished = false;                       ///< no more tokens will come
+    std::vector<std::int32_t> tokens;                 ///< new output tokens, in order
+    bool admitted = false;                            ///< the engine took the request (false: still queued or refused)
+    bool finished = false;                            ///< no more tokens will come
     FinishReason finish_reason = FinishReason::NONE;  ///< why, once finished
-    std::string error;                           ///< Engine::add_request's message when the request was refused
+    std::string error;                                ///< Engine::add_request's message when the request was refused
   };
 
   /**
@@ -70,15 +70,15 @@ class RequestStream {
   FinishReason cancel_reason_ = FinishReason::ABORT;  // why it was cancelled (STOP: a stop string matched)
   FinishReason finish_reason_ = FinishReason::NONE;
   std::string error_;
-  int request_id_ = -1;               // the engine's id once admitted (engine-loop thread only)
+  int request_id_ = -1;  // the engine's id once admitted (engine-loop thread only)
 };
 
 /// Engine gauges and block counts at one moment, for tests and `/metrics`.
 struct EngineLoopStats {
-  int num_requests = 0;    ///< requests the engine holds (running, waiting, or finished and not yet released)
-  int num_blocks = 0;      ///< KV blocks in the cache
-  int num_free_blocks = 0; ///< KV blocks in the free queue
-  int num_pending = 0;     ///< submitted requests the loop has not taken yet
+  int num_requests = 0;     ///< requests the engine holds (running, waiting, or finished and not yet released)
+  int num_blocks = 0;       ///< KV blocks in the cache
+  int num_free_blocks = 0;  ///< KV blocks in the free queue
+  int num_pending = 0;      ///< submitted requests the loop has not taken yet
 };
 
 /// Runs an Engine on its own thread and serves every handler through continuous batching.
@@ -119,18 +119,18 @@ class EngineLoop {
   void update_gauges();
 
   Engine& engine_;
-  mutable std::mutex mutex_;                              // guards pending_, stopping_, metrics_, stats_
-  std::condition_variable work_;                          // signalled by submit(), abort(), shutdown()
+  mutable std::mutex mutex_;      // guards pending_, stopping_, metrics_, stats_
+  std::condition_variable work_;  // signalled by submit(), abort(), shutdown()
   struct Pending {
     EngineRequest request;
     std::shared_ptr<RequestStream> stream;
   };
-  std::vector<Pending> pending_;                          // submitted, not yet admitted
+  std::vector<Pending> pending_;  // submitted, not yet admitted
   bool stopping_ = false;
-  bool wake_ = false;                                     // an abort or submit happened since the loop last looked
+  bool wake_ = false;  // an abort or submit happened since the loop last looked
   ServerMetrics metrics_;
   EngineLoopStats stats_;
-  std::vector<std::shared_ptr<RequestStream>> active_;    // admitted and unfinished (loop thread only)
+  std::vector<std::shared_ptr<RequestStream>> active_;  // admitted and unfinished (loop thread only)
   std::thread thread_;
 };
 

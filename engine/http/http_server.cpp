@@ -37,7 +37,11 @@ void send_error(httplib::Response& res, int status, const std::string& message, 
 struct Reply {
   Reply(EngineLoop& l, std::shared_ptr<RequestStream> s, const Tokenizer* tokenizer,
         std::vector<std::string> stop_strings, ResponseHeader h, Usage u, bool with_usage)
-      : loop(l), stream(std::move(s)), text(tokenizer, std::move(stop_strings)), header(std::move(h)), usage(u),
+      : loop(l),
+        stream(std::move(s)),
+        text(tokenizer, std::move(stop_strings)),
+        header(std::move(h)),
+        usage(u),
         include_usage(with_usage) {}
 
   /// Text and token ids that one chunk carries.
@@ -118,8 +122,11 @@ struct OpenAIServer::Impl {
   std::vector<std::int32_t> tokenize(const CompletionRequest& r) const {
     if (r.endpoint == Endpoint::chat_completions) {
       if (!model.chat_template)
-        throw ApiError(400, "model '" + model.name + "' has no chat template (a --preset has no tokenizer); use "
-                           "/v1/completions with token ids", "messages");
+        throw ApiError(400,
+                       "model '" + model.name +
+                           "' has no chat template (a --preset has no tokenizer); use "
+                           "/v1/completions with token ids",
+                       "messages");
       try {
         // As transformers' apply_chat_template: the template writes the special tokens itself.
         return model.tokenizer->encode(model.chat_template->render(r.messages, true), false);
@@ -148,22 +155,23 @@ struct OpenAIServer::Impl {
     const long max_tokens = r.max_tokens ? *r.max_tokens : model.max_model_len - prompt_len;
     // vLLM's wording, so clients that parse it keep working.
     if (prompt_len + max_tokens > model.max_model_len || max_tokens < 1)
-      throw ApiError(400, "This model's maximum context length is " + std::to_string(model.max_model_len) +
-                              " tokens. However, you requested " + std::to_string(prompt_len + std::max(1L, max_tokens)) +
-                              " tokens (" + std::to_string(prompt_len) + " in the " +
-                              (endpoint == Endpoint::chat_completions ? "messages" : "prompt") + ", " +
-                              std::to_string(std::max(1L, max_tokens)) +
-                              " in the completion). Please reduce the length of the prompt or completion.",
+      throw ApiError(400,
+                     "This model's maximum context length is " + std::to_string(model.max_model_len) +
+                         " tokens. However, you requested " + std::to_string(prompt_len + std::max(1L, max_tokens)) +
+                         " tokens (" + std::to_string(prompt_len) + " in the " +
+                         (endpoint == Endpoint::chat_completions ? "messages" : "prompt") + ", " +
+                         std::to_string(std::max(1L, max_tokens)) +
+                         " in the completion). Please reduce the length of the prompt or completion.",
                      r.max_tokens ? "max_tokens" : "prompt");
     er.max_tokens = static_cast<int>(max_tokens);
     er.sampling = r.sampling;
     if (!r.ignore_eos) er.stop_token_ids = model.stop_token_ids;
 
     const bool chat = endpoint == Endpoint::chat_completions;
-    ResponseHeader header{endpoint, (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++),
-                          std::chrono::duration_cast<std::chrono::seconds>(
-                              std::chrono::system_clock::now().time_since_epoch()).count(),
-                          model.name};
+    ResponseHeader header{
+        endpoint, (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++),
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+        model.name};
     auto reply = std::make_shared<Reply>(loop, loop.submit(std::move(er)), model.tokenizer, r.stop, header,
                                          Usage{static_cast<int>(prompt_len), 0}, r.include_usage);
     // Wait for the engine to take or refuse the request, so a refusal is still a 4xx.
@@ -198,13 +206,16 @@ struct OpenAIServer::Impl {
           Reply& r = *reply;
           std::vector<Reply::Piece> pieces;
           RequestStream::Update u;
-          if (r.first_taken) u = r.stream->next(kPollInterval);
-          else u = std::move(r.first), r.first_taken = true;
+          if (r.first_taken)
+            u = r.stream->next(kPollInterval);
+          else
+            u = std::move(r.first), r.first_taken = true;
           const bool ended = r.take(u, pieces);
           std::string out;
           for (std::size_t i = 0; i < pieces.size(); ++i) {
             const bool last = ended && i + 1 == pieces.size();
-            out += sse(chunk_object(r.header, pieces[i].text, pieces[i].ids, last ? r.finish_reason : "", r.first_chunk));
+            out +=
+                sse(chunk_object(r.header, pieces[i].text, pieces[i].ids, last ? r.finish_reason : "", r.first_chunk));
             r.first_chunk = false;
           }
           if (r.first_chunk && !ended) return true;  // keep the role for the chunk with the first token
@@ -264,8 +275,12 @@ struct OpenAIServer::Impl {
       completion(req, res, Endpoint::chat_completions);
     });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      const json card = {{"id", model.name}, {"object", "model"}, {"created", 0}, {"owned_by", "servelab"},
-                         {"max_model_len", model.max_model_len}, {"vocab_size", model.vocab_size}};
+      const json card = {{"id", model.name},
+                         {"object", "model"},
+                         {"created", 0},
+                         {"owned_by", "servelab"},
+                         {"max_model_len", model.max_model_len},
+                         {"vocab_size", model.vocab_size}};
       res.set_content(json{{"object", "list"}, {"data", json::array({card})}}.dump(), "application/json");
     });
     http.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
@@ -286,9 +301,10 @@ int OpenAIServer::start() {
   const ServerConfig& c = impl_->config;
   check(c.port >= 0 && c.port <= 65535, "--port must be in [0, 65535], got ", c.port);
   check(c.handler_threads >= 1, "handler threads must be >= 1, got ", c.handler_threads);
-  const int port = c.port == 0 ? impl_->http.bind_to_any_port(c.host)
-                               : (impl_->http.bind_to_port(c.host, c.port) ? c.port : -1);
-  check(port > 0, "--host ", c.host, " --port ", c.port, ": cannot listen there (address in use, or not this machine's)");
+  const int port =
+      c.port == 0 ? impl_->http.bind_to_any_port(c.host) : (impl_->http.bind_to_port(c.host, c.port) ? c.port : -1);
+  check(port > 0, "--host ", c.host, " --port ", c.port,
+        ": cannot listen there (address in use, or not this machine's)");
   widen_listen_backlog(port);
   impl_->listener = std::thread([this] {
     // A client that leaves makes the next write raise SIGPIPE; blocked here, the handler

@@ -33,21 +33,21 @@ namespace servelab {
 
 /// How the server listens (vLLM's flag names).
 struct ServerConfig {
-  std::string host = "127.0.0.1";      ///< --host: loopback unless asked
-  int port = 8000;                     ///< --port: 0 = any free port (start() returns it)
-  std::string api_key;                 ///< --api-key: when set, /v1/* needs `Authorization: Bearer <key>`
+  std::string host = "127.0.0.1";        ///< --host: loopback unless asked
+  int port = 8000;                       ///< --port: 0 = any free port (start() returns it)
+  std::string api_key;                   ///< --api-key: when set, /v1/* needs `Authorization: Bearer <key>`
   std::size_t max_body_bytes = 1 << 20;  ///< larger request bodies get 413
-  int handler_threads = 128;           ///< concurrent connections served (each stream holds one thread)
+  int handler_threads = 128;             ///< concurrent connections served (each stream holds one thread)
 };
 
 /// What the server knows about the model besides the engine.
 struct ServedModel {
-  std::string name;                             ///< --served-model-name: what `model` must say
-  int vocab_size = 0;                           ///< token ids in a prompt lie in [0, vocab_size)
-  int max_model_len = 0;                        ///< prompt + max_tokens limit, tokens
-  const Tokenizer* tokenizer = nullptr;         ///< null: a synthetic preset, prompts and replies are token ids
-  std::optional<ChatTemplate> chat_template;    ///< /v1/chat/completions needs one
-  std::vector<std::int32_t> stop_token_ids;     ///< end-of-sequence ids (ignored with ignore_eos)
+  std::string name;                           ///< --served-model-name: what `model` must say
+  int vocab_size = 0;                         ///< token ids in a prompt lie in [0, vocab_size)
+  int max_model_len = 0;                      ///< prompt + max_tokens limit, tokens
+  const Tokenizer* tokenizer = nullptr;       ///< null: a synthetic preset, prompts and replies are token ids
+  std::optional<ChatTemplate> chat_template;  ///< /v1/chat/completions needs one
+  std::vector<std::int32_t> stop_token_ids;   ///< end-of-sequence ids (ignored with ignore_eos)
 };
 
 /// The HTTP server. Serves until stop(); the engine loop and the tokenizer must outlive it.

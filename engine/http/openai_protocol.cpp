@@ -242,8 +242,11 @@ json error_object(int status, const std::string& message, const std::string& par
                      : status == 404 ? "not_found_error"
                      : status >= 500 ? "server_error"
                                      : "invalid_request_error";
-  return {{"error", {{"message", message}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)},
-                     {"code", status}}}};
+  return {{"error",
+           {{"message", message},
+            {"type", type},
+            {"param", param.empty() ? json(nullptr) : json(param)},
+            {"code", status}}}};
 }
 
 }  // namespace servelab

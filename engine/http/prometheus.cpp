@@ -60,14 +60,15 @@ void render_gauge(std::string& out, const std::string& name, const std::string& 
 }
 
 std::vector<double> ServerMetrics::latency_buckets() {
-  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0,
-          80.0, 160.0};
+  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
+          0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0};
 }
 
 std::string ServerMetrics::render() const {
   std::string out;
   ttft.render(out, "servelab:time_to_first_token_seconds", "Time to first token, arrival to first output token.");
-  tpot.render(out, "servelab:time_per_output_token_seconds", "Mean time per output token after the first, per request.");
+  tpot.render(out, "servelab:time_per_output_token_seconds",
+              "Mean time per output token after the first, per request.");
   itl.render(out, "servelab:inter_token_latency_seconds", "Time between consecutive output tokens.");
   e2e.render(out, "servelab:e2e_request_latency_seconds", "Arrival to last output token.");
   queue_time.render(out, "servelab:request_queue_time_seconds", "Arrival to first scheduled.");

@@ -39,10 +39,10 @@ class Histogram {
   void render(std::string& out, const std::string& name, const std::string& help) const;
 
  private:
-  std::vector<double> bounds_;          // [B] upper bounds, increasing
-  std::vector<std::uint64_t> counts_;   // [B] observations in (bounds[i-1], bounds[i]] (not cumulative)
-  std::uint64_t count_ = 0;             // all observations, the +Inf bucket
-  double sum_ = 0;                      // sum of all observations
+  std::vector<double> bounds_;         // [B] upper bounds, increasing
+  std::vector<std::uint64_t> counts_;  // [B] observations in (bounds[i-1], bounds[i]] (not cumulative)
+  std::uint64_t count_ = 0;            // all observations, the +Inf bucket
+  double sum_ = 0;                     // sum of all observations
 };
 
 /// Appends a counter (a total that only grows) with its HELP and TYPE lines.
@@ -55,19 +55,19 @@ struct ServerMetrics {
   /// Latency buckets, seconds: vLLM's TTFT buckets (1 ms to 160 s), fine enough for CPU steps.
   static std::vector<double> latency_buckets();
 
-  Histogram ttft{latency_buckets()};         ///< servelab:time_to_first_token_seconds
-  Histogram tpot{latency_buckets()};         ///< servelab:time_per_output_token_seconds (requests with 2+ tokens)
-  Histogram itl{latency_buckets()};          ///< servelab:inter_token_latency_seconds (every gap)
-  Histogram e2e{latency_buckets()};          ///< servelab:e2e_request_latency_seconds
-  Histogram queue_time{latency_buckets()};   ///< servelab:request_queue_time_seconds
-  std::uint64_t prompt_tokens = 0;           ///< servelab:prompt_tokens_total
-  std::uint64_t generation_tokens = 0;       ///< servelab:generation_tokens_total
-  std::array<std::uint64_t, 3> finished{};   ///< servelab:request_success_total by finished_reason: stop, length, abort
-  int num_running = 0;                       ///< servelab:num_requests_running
-  int num_waiting = 0;                       ///< servelab:num_requests_waiting
-  int num_preemptions = 0;                   ///< servelab:num_preemptions_total
-  int kv_blocks_used = 0;                    ///< servelab:kv_cache_blocks_used
-  int kv_blocks_free = 0;                    ///< servelab:kv_cache_blocks_free
+  Histogram ttft{latency_buckets()};        ///< servelab:time_to_first_token_seconds
+  Histogram tpot{latency_buckets()};        ///< servelab:time_per_output_token_seconds (requests with 2+ tokens)
+  Histogram itl{latency_buckets()};         ///< servelab:inter_token_latency_seconds (every gap)
+  Histogram e2e{latency_buckets()};         ///< servelab:e2e_request_latency_seconds
+  Histogram queue_time{latency_buckets()};  ///< servelab:request_queue_time_seconds
+  std::uint64_t prompt_tokens = 0;          ///< servelab:prompt_tokens_total
+  std::uint64_t generation_tokens = 0;      ///< servelab:generation_tokens_total
+  std::array<std::uint64_t, 3> finished{};  ///< servelab:request_success_total by finished_reason: stop, length, abort
+  int num_running = 0;                      ///< servelab:num_requests_running
+  int num_waiting = 0;                      ///< servelab:num_requests_waiting
+  int num_preemptions = 0;                  ///< servelab:num_preemptions_total
+  int kv_blocks_used = 0;                   ///< servelab:kv_cache_blocks_used
+  int kv_blocks_free = 0;                   ///< servelab:kv_cache_blocks_free
 
   /// The whole `GET /metrics` body.
   std::string render() const;

@@ -25,9 +25,7 @@ void attention(const KernelContext& ctx, AttentionKind kind, float* out, const f
                const std::vector<AttentionSeq>& seqs, const AttentionShape& shape) {
   constexpr int kDecodeRows = 16;  // fewer new tokens than this: a decode (or a short chunk), no query tile to fill
   switch (kind) {
-    case AttentionKind::NAIVE:
-      attention_naive(ctx, out, q, seqs, shape);
-      return;
+    case AttentionKind::NAIVE: attention_naive(ctx, out, q, seqs, shape); return;
     case AttentionKind::BLOCKED: {
       int longest = 0;
       for (const auto& s : seqs) longest = std::max(longest, s.num_new_tokens);

@@ -23,12 +23,12 @@ namespace servelab {
 
 /// The running state of a tile of query rows (FlashAttention-2's m, l and Õ).
 struct FlashRows {
-  int rows = 0;                      ///< query rows in the tile
-  int head_dim = 0;                  ///< D
-  std::vector<float> o;              ///< [rows, D] Õ = Σ e^{s - m} v, not yet divided by l
-  std::vector<SoftmaxState> state;   ///< [rows] m and l
-  std::vector<int> visible;          ///< [rows] row r may see keys [0, visible[r]) (causal)
-  std::vector<float> s;              ///< [rows, kFlashKeyTile] S of the current tile, then P
+  int rows = 0;                     ///< query rows in the tile
+  int head_dim = 0;                 ///< D
+  std::vector<float> o;             ///< [rows, D] Õ = Σ e^{s - m} v, not yet divided by l
+  std::vector<SoftmaxState> state;  ///< [rows] m and l
+  std::vector<int> visible;         ///< [rows] row r may see keys [0, visible[r]) (causal)
+  std::vector<float> s;             ///< [rows, kFlashKeyTile] S of the current tile, then P
 
   /// Empties the state for @p num_rows rows of width @p D (no keys seen: m = -inf, l = 0, Õ = 0).
   void reset(int num_rows, int D);
@@ -50,8 +50,8 @@ struct FlashRows {
  * @param exact  true: fixed-order scalar loops, each row computed alone
  *               (deterministic mode); false: two sgemms per contiguous run.
  */
-void flash_add_key_tile(FlashRows& acc, const float* q, int ldq, const KVView& kv, int kvh, float scale, int t0,
-                        int t1, bool exact);
+void flash_add_key_tile(FlashRows& acc, const float* q, int ldq, const KVView& kv, int kvh, float scale, int t0, int t1,
+                        bool exact);
 
 /// Writes O = Õ / l of row r to @p out [D] (a row that saw no key gets zeros).
 void flash_write_row(const FlashRows& acc, int r, float* out);

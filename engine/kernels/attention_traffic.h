@@ -53,8 +53,7 @@ struct AttentionTraffic {
  * @brief Counts @p version on @p problem from its loop structure.
  * @param fast_memory_bytes M: decides whether v2's score slab spills.
  */
-AttentionTraffic attention_traffic(AttentionVersion version, const AttentionProblem& problem,
-                                   double fast_memory_bytes);
+AttentionTraffic attention_traffic(AttentionVersion version, const AttentionProblem& problem, double fast_memory_bytes);
 
 /// The paper's standard-attention order, evaluated with constant 1: (N·d + N²) floats per head, in bytes.
 double paper_standard_bytes(const AttentionProblem& problem);

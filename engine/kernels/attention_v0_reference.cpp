@@ -38,32 +38,35 @@ void attention_naive(const KernelContext& ctx, float* out, const float* q, const
   std::size_t keys_read = 0;  // a short decode step runs on the calling thread alone
   for (const Item& it : items) keys_read += static_cast<std::size_t>(it.pos + 1) * H;
   const std::size_t min_per_thread = keys_read < 8192 ? items.size() * H : 1;
-  ctx.pool->parallel_for(items.size() * H, [&](std::size_t w0, std::size_t w1) {
-    thread_local std::vector<float> scores;  // [pos + 1] S = q·Kᵀ / sqrt(d), then P = softmax(S)
-    for (std::size_t w = w0; w < w1; ++w) {
-      const Item& it = items[w / H];
-      const int h = static_cast<int>(w % H), kvh = h / group;
-      const float* qh = q + (static_cast<std::size_t>(it.row) * H + h) * D;
-      float* oh = out + (static_cast<std::size_t>(it.row) * H + h) * D;
-      const int n = it.pos + 1;  // causal: this query sees tokens 0..pos
-      scores.resize(n);
-      float max_score = -INFINITY;
-      for (int t = 0; t < n; ++t) {
-        const float* k = it.seq->kv.key(t) + static_cast<std::size_t>(kvh) * D;
-        scores[t] = dot(qh, k, D) * scale;
-        max_score = std::max(max_score, scores[t]);
-      }
-      float sum = 0.0f;
-      for (int t = 0; t < n; ++t) sum += (scores[t] = std::exp(scores[t] - max_score));
-      const float inv_sum = 1.0f / sum;
-      for (int d = 0; d < D; ++d) oh[d] = 0.0f;
-      for (int t = 0; t < n; ++t) {
-        const float p = scores[t] * inv_sum;
-        const float* v = it.seq->kv.value(t) + static_cast<std::size_t>(kvh) * D;
-        for (int d = 0; d < D; ++d) oh[d] += p * v[d];
-      }
-    }
-  }, min_per_thread);
+  ctx.pool->parallel_for(
+      items.size() * H,
+      [&](std::size_t w0, std::size_t w1) {
+        thread_local std::vector<float> scores;  // [pos + 1] S = q·Kᵀ / sqrt(d), then P = softmax(S)
+        for (std::size_t w = w0; w < w1; ++w) {
+          const Item& it = items[w / H];
+          const int h = static_cast<int>(w % H), kvh = h / group;
+          const float* qh = q + (static_cast<std::size_t>(it.row) * H + h) * D;
+          float* oh = out + (static_cast<std::size_t>(it.row) * H + h) * D;
+          const int n = it.pos + 1;  // causal: this query sees tokens 0..pos
+          scores.resize(n);
+          float max_score = -INFINITY;
+          for (int t = 0; t < n; ++t) {
+            const float* k = it.seq->kv.key(t) + static_cast<std::size_t>(kvh) * D;
+            scores[t] = dot(qh, k, D) * scale;
+            max_score = std::max(max_score, scores[t]);
+          }
+          float sum = 0.0f;
+          for (int t = 0; t < n; ++t) sum += (scores[t] = std::exp(scores[t] - max_score));
+          const float inv_sum = 1.0f / sum;
+          for (int d = 0; d < D; ++d) oh[d] = 0.0f;
+          for (int t = 0; t < n; ++t) {
+            const float p = scores[t] * inv_sum;
+            const float* v = it.seq->kv.value(t) + static_cast<std::size_t>(kvh) * D;
+            for (int d = 0; d < D; ++d) oh[d] += p * v[d];
+          }
+        }
+      },
+      min_per_thread);
 }
 
 }  // namespace servelab

@@ -50,7 +50,7 @@ void attention_blocked(const KernelContext& ctx, float* out, const float* q, con
   ctx.pool->parallel_for(items.size(), [&](std::size_t i0, std::size_t i1) {
     // Per-thread buffers kept across calls: a fresh 100 KB+ allocation per layer
     // goes through mmap and page-faults every time.
-    thread_local std::vector<float> scores;  // [count, keys] S, then P
+    thread_local std::vector<float> scores;   // [count, keys] S, then P
     thread_local std::vector<float> inv_sum;  // [count] 1 / softmax denominator
     for (std::size_t i = i0; i < i1; ++i) {
       const Item& it = items[i];
@@ -62,8 +62,8 @@ void attention_blocked(const KernelContext& ctx, float* out, const float* q, con
       scores.resize(static_cast<std::size_t>(it.count) * keys);
       // S = Q Kᵀ / sqrt(d), one sgemm per contiguous run of keys.
       for_each_contiguous_run(s.kv, 0, keys, [&](int t, int run) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, it.count, run, D, scale, qb, ldq,
-                    s.kv.key(t) + kvh * D, static_cast<int>(s.kv.row_stride), 0.0f, scores.data() + t, keys);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, it.count, run, D, scale, qb, ldq, s.kv.key(t) + kvh * D,
+                    static_cast<int>(s.kv.row_stride), 0.0f, scores.data() + t, keys);
       });
       // Causal softmax of each row over the keys its query may see: P = softmax(S).
       inv_sum.resize(it.count);

@@ -48,15 +48,16 @@ void FlashRows::reset(int num_rows, int D) {
   s.resize(static_cast<std::size_t>(num_rows) * kFlashKeyTile);
 }
 
-void flash_add_key_tile(FlashRows& acc, const float* q, int ldq, const KVView& kv, int kvh, float scale, int t0,
-                        int t1, bool exact) {
+void flash_add_key_tile(FlashRows& acc, const float* q, int ldq, const KVView& kv, int kvh, float scale, int t0, int t1,
+                        bool exact) {
   const int D = acc.head_dim, n = t1 - t0, ld = static_cast<int>(kv.row_stride);
   const std::size_t off = static_cast<std::size_t>(kvh) * D;
   // S_ij = q_i · k_j / sqrt(d) for the tile's keys (Algorithm 1, line 8).
   if (exact) {
     for (int r = 0; r < acc.rows; ++r)
       for (int j = 0; j < std::min(n, acc.visible[r] - t0); ++j)
-        acc.s[static_cast<std::size_t>(r) * kFlashKeyTile + j] = dot(q + static_cast<std::size_t>(r) * ldq, kv.key(t0 + j) + off, D) * scale;
+        acc.s[static_cast<std::size_t>(r) * kFlashKeyTile + j] =
+            dot(q + static_cast<std::size_t>(r) * ldq, kv.key(t0 + j) + off, D) * scale;
   } else {
     for_each_contiguous_run(kv, t0, n, [&](int t, int run) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, acc.rows, run, D, scale, q, ldq, kv.key(t) + off, ld, 0.0f,

@@ -76,8 +76,8 @@ void attention_split_k(const KernelContext& ctx, float* out, const float* q, con
       }
   }
   first_item.push_back(static_cast<int>(items.size()));
-  std::vector<float> part_o(part_rows * D);          // [part rows, D] each piece's Õ
-  std::vector<SoftmaxState> part_state(part_rows);   // [part rows] each piece's m and l
+  std::vector<float> part_o(part_rows * D);         // [part rows, D] each piece's Õ
+  std::vector<SoftmaxState> part_state(part_rows);  // [part rows] each piece's m and l
   ctx.pool->parallel_for(items.size(), [&](std::size_t i0, std::size_t i1) {
     thread_local FlashRows acc;
     thread_local std::vector<float> qg;  // [new tokens * group, D] the group's query rows, packed for the sgemm
@@ -91,7 +91,8 @@ void attention_split_k(const KernelContext& ctx, float* out, const float* q, con
         for (int g = 0; g < group; ++g) {
           const int r = tok * group + g;
           std::memcpy(qg.data() + static_cast<std::size_t>(r) * D,
-                      q + static_cast<std::size_t>(s.first_row + tok) * ldq + (it.kvh * group + g) * D, sizeof(float) * D);
+                      q + static_cast<std::size_t>(s.first_row + tok) * ldq + (it.kvh * group + g) * D,
+                      sizeof(float) * D);
           acc.visible[r] = s.num_computed_tokens + tok + 1;
         }
       for (int t0 = it.t_begin; t0 < it.t_end; t0 += kFlashKeyTile)

@@ -46,7 +46,8 @@ void matmul_reference(float* out, const float* x, const Tensor& w, int M) {
       float sum = 0.0f;
       for (int k = 0; k < K; ++k) {
         const std::size_t i = static_cast<std::size_t>(n) * K + k;
-        sum += x[static_cast<std::size_t>(m) * K + k] * (bf16 ? bf16_to_f32(w.as<const std::uint16_t>()[i]) : w.as<const float>()[i]);
+        sum += x[static_cast<std::size_t>(m) * K + k] *
+               (bf16 ? bf16_to_f32(w.as<const std::uint16_t>()[i]) : w.as<const float>()[i]);
       }
       out[static_cast<std::size_t>(m) * N + n] = sum;
     }
@@ -62,9 +63,8 @@ void matmul_rows(const KernelContext& ctx, float* out, const float* x, const Ten
     x_bf16.resize(static_cast<std::size_t>(M) * K);
     f32_to_bf16(x, x_bf16.data(), x_bf16.size());
     const std::uint16_t* xb = x_bf16.data();
-    for_row_blocks(ctx, N, [&](int n0, int n1) {
-      cpu::rows_avx512_bf16(out, xb, w.as<const std::uint16_t>(), M, N, K, n0, n1);
-    });
+    for_row_blocks(
+        ctx, N, [&](int n0, int n1) { cpu::rows_avx512_bf16(out, xb, w.as<const std::uint16_t>(), M, N, K, n0, n1); });
     return;
   }
 #endif
@@ -97,8 +97,8 @@ void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Ten
       const int rows = std::min(kTile, n1 - t0);
       const std::uint16_t* src = w.as<const std::uint16_t>() + static_cast<std::size_t>(t0) * K;
       for (std::size_t i = 0; i < static_cast<std::size_t>(rows) * K; ++i) scratch[i] = bf16_to_f32(src[i]);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, rows, K, 1.0f, x, K, scratch.data(), K, 0.0f,
-                  out + t0, N);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, rows, K, 1.0f, x, K, scratch.data(), K, 0.0f, out + t0,
+                  N);
     }
   });
 }

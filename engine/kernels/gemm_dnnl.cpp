@@ -90,8 +90,8 @@ void execute(const Shape& s, const void* x, const void* w, float* out) {
   memory weights(p->pd.weights_desc(), cpu_engine(), const_cast<void*>(w));
   memory dst(p->pd.dst_desc(), cpu_engine(), out);
   memory pad(p->pd.scratchpad_desc(), cpu_engine(), scratch.data());
-  p->matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
-                             {DNNL_ARG_SCRATCHPAD, pad}});
+  p->matmul.execute(
+      stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, pad}});
   stream.wait();
 }
 
@@ -147,17 +147,20 @@ void matmul_dnnl(const KernelContext& ctx, float* out, const float* x, const Ten
   // Threads split the input rows, so each writes whole rows of out: oneDNN 2.6 runs its brgemm
   // kernels only on a dense destination; a column slice of out (row stride N, width n < N) makes
   // it fall back to its older gemm:jit kernels, 30-50% slower on 2 threads here.
-  ctx.pool->parallel_for(static_cast<std::size_t>(M), [&](std::size_t r0, std::size_t r1) {
-    const int m0 = static_cast<int>(r0), rows = static_cast<int>(r1 - r0);
-    const std::size_t x_at = static_cast<std::size_t>(m0) * K;
-    float* o = out + static_cast<std::size_t>(m0) * N;
-    if (bf16_math)
-      execute(Shape{rows, N, K, N, memory::data_type::bf16}, xb + x_at, w.data, o);
-    else if (bf16)
-      widened_bf16(o, x + x_at, w.as<const std::uint16_t>(), rows, N, K);
-    else
-      execute(Shape{rows, N, K, N, memory::data_type::f32}, x + x_at, w.data, o);
-  }, kMinRowsPerThread);
+  ctx.pool->parallel_for(
+      static_cast<std::size_t>(M),
+      [&](std::size_t r0, std::size_t r1) {
+        const int m0 = static_cast<int>(r0), rows = static_cast<int>(r1 - r0);
+        const std::size_t x_at = static_cast<std::size_t>(m0) * K;
+        float* o = out + static_cast<std::size_t>(m0) * N;
+        if (bf16_math)
+          execute(Shape{rows, N, K, N, memory::data_type::bf16}, xb + x_at, w.data, o);
+        else if (bf16)
+          widened_bf16(o, x + x_at, w.as<const std::uint16_t>(), rows, N, K);
+        else
+          execute(Shape{rows, N, K, N, memory::data_type::f32}, x + x_at, w.data, o);
+      },
+      kMinRowsPerThread);
 }
 
 std::string dnnl_kernel_name(const KernelContext& ctx, DType weight_dtype, int M, int N, int K) {
@@ -165,10 +168,10 @@ std::string dnnl_kernel_name(const KernelContext& ctx, DType weight_dtype, int M
   const bool bf16_math = weight_dtype == DType::BF16 && ctx.bf16_activations && dnnl_bf16_arithmetic();
   const std::size_t threads = static_cast<std::size_t>(ctx.pool->num_threads());
   const bool widened = weight_dtype == DType::BF16 && !bf16_math;
-  const int rows = static_cast<int>(std::max<std::size_t>((static_cast<std::size_t>(M) + threads - 1) / threads, std::min<std::size_t>(M, kMinRowsPerThread)));
+  const int rows = static_cast<int>(std::max<std::size_t>((static_cast<std::size_t>(M) + threads - 1) / threads,
+                                                          std::min<std::size_t>(M, kMinRowsPerThread)));
   const int n = widened ? std::min(N, kPanelRows) : N;
-  const auto p = primitive_for(Shape{rows, n, K, n,
-                                     bf16_math ? memory::data_type::bf16 : memory::data_type::f32});
+  const auto p = primitive_for(Shape{rows, n, K, n, bf16_math ? memory::data_type::bf16 : memory::data_type::f32});
   return std::string(p->pd.impl_info_str()) + (widened ? " (bf16 widened to f32)" : "");
 }
 

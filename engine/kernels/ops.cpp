@@ -21,9 +21,13 @@ void rope(const KernelContext& ctx, float* x, const int* positions, int T, int n
           const float* inv_freq) {
   const std::size_t rows = static_cast<std::size_t>(T) * num_heads;
   // A decode step rotates a dozen heads: not worth waking a thread for.
-  ctx.pool->parallel_for(rows, [&](std::size_t r0, std::size_t r1) {
-    for (std::size_t r = r0; r < r1; ++r) rope_rotate_head(x + r * head_dim, head_dim, inv_freq, positions[r / num_heads]);
-  }, /*min_per_thread=*/64);
+  ctx.pool->parallel_for(
+      rows,
+      [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r)
+          rope_rotate_head(x + r * head_dim, head_dim, inv_freq, positions[r / num_heads]);
+      },
+      /*min_per_thread=*/64);
 }
 
 void silu_mul(const KernelContext& ctx, float* out, const float* gate_up, int T, int F) {

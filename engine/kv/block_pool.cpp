@@ -43,8 +43,8 @@ void BlockPool::free_blocks(std::span<const std::int32_t> block_ids) {
 }
 
 const KVCacheBlock& BlockPool::block(std::int32_t block_id) const {
-  check(block_id >= 0 && block_id < num_blocks(), "block pool: block ", block_id, " out of range [0, ",
-        num_blocks(), ")");
+  check(block_id >= 0 && block_id < num_blocks(), "block pool: block ", block_id, " out of range [0, ", num_blocks(),
+        ")");
   return blocks_[static_cast<std::size_t>(block_id)];
 }
 

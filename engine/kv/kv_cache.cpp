@@ -15,8 +15,8 @@ std::size_t kv_cache_bytes_for(const ModelConfig& config, std::int64_t num_block
   std::size_t bytes = 1;
   for (std::int64_t f : factors) {
     check(f > 0, "KV cache: every size must be positive (layers, kv_dim, blocks, block size)");
-    check(bytes <= std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(f),
-          "KV cache: ", num_blocks, " blocks of ", block_size, " tokens overflow the address range");
+    check(bytes <= std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(f), "KV cache: ", num_blocks,
+          " blocks of ", block_size, " tokens overflow the address range");
     bytes *= static_cast<std::size_t>(f);
   }
   return bytes;

@@ -22,11 +22,11 @@ namespace servelab {
 
 /// One layer's K and V rows for one sequence.
 struct KVView {
-  float* k = nullptr;                     ///< [rows, row_stride] keys, heads concatenated per row
-  float* v = nullptr;                     ///< [rows, row_stride] values
-  std::size_t row_stride = 0;             ///< floats between consecutive rows (>= kv_dim)
+  float* k = nullptr;                         ///< [rows, row_stride] keys, heads concatenated per row
+  float* v = nullptr;                         ///< [rows, row_stride] values
+  std::size_t row_stride = 0;                 ///< floats between consecutive rows (>= kv_dim)
   const std::int32_t* block_table = nullptr;  ///< [num_blocks] physical block ids; null = contiguous
-  int block_size = 0;                     ///< tokens per block when block_table is set
+  int block_size = 0;                         ///< tokens per block when block_table is set
 
   /// Physical row of logical token @p t.
   SERVELAB_HD std::size_t row(int t) const {

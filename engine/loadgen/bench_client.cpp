@@ -87,8 +87,12 @@ void send_one(const WorkloadRequest& w, const BenchConfig& config, double clock_
   req.path = "/v1/completions";
   req.set_header("Content-Type", "application/json");
   if (!config.api_key.empty()) req.set_header("Authorization", "Bearer " + config.api_key);
-  req.body = json{{"model", config.model}, {"prompt", w.prompt_ids}, {"max_tokens", w.max_tokens},
-                  {"temperature", 0.0}, {"stream", true}, {"stream_options", {{"include_usage", true}}},
+  req.body = json{{"model", config.model},
+                  {"prompt", w.prompt_ids},
+                  {"max_tokens", w.max_tokens},
+                  {"temperature", 0.0},
+                  {"stream", true},
+                  {"stream_options", {{"include_usage", true}}},
                   {"ignore_eos", config.ignore_eos}}
                  .dump();
   SseReader reader(r, clock_zero, hang_up_after);
@@ -182,12 +186,12 @@ BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchC
 double run_in_process(Engine& engine, const std::vector<WorkloadRequest>& workload, int max_concurrency) {
   check(!workload.empty(), "in-process run: the workload is empty");
   // Each finished request is forgotten at once, as the server does, so a long run holds only the live ones.
-  const ReplayResult run = replay(engine, workload, {
-      .max_concurrency = max_concurrency,
-      .on_step = [](Engine& e, const StepStats&, std::span<const RequestOutput> outputs) {
-        for (const RequestOutput& out : outputs)
-          if (out.finish_reason != FinishReason::NONE) e.release_request(out.request_id);
-      }});
+  const ReplayResult run = replay(engine, workload,
+                                  {.max_concurrency = max_concurrency,
+                                   .on_step = [](Engine& e, const StepStats&, std::span<const RequestOutput> outputs) {
+                                     for (const RequestOutput& out : outputs)
+                                       if (out.finish_reason != FinishReason::NONE) e.release_request(out.request_id);
+                                   }});
   return run.output_tokens_per_second();
 }
 
@@ -302,8 +306,8 @@ json bench_result_json(const BenchResult& result, const BenchConfig& config, con
   j["total_input_tokens"] = t.input_tokens;
   j["total_output_tokens"] = t.output_tokens;
   j["request_throughput"] = d > 0 ? t.completed / d : 0;
-  j["request_goodput"] = labels.goodput.ttft > 0 || labels.goodput.tpot > 0 ? json(d > 0 ? t.m.num_meeting_slo / d : 0)
-                                                                             : json(nullptr);
+  j["request_goodput"] =
+      labels.goodput.ttft > 0 || labels.goodput.tpot > 0 ? json(d > 0 ? t.m.num_meeting_slo / d : 0) : json(nullptr);
   j["output_throughput"] = d > 0 ? t.output_tokens / d : 0;
   j["total_token_throughput"] = d > 0 ? (t.input_tokens + t.output_tokens) / d : 0;
   json input_lens = json::array(), output_lens = json::array(), ttfts = json::array(), itls = json::array(),

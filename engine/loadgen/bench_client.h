@@ -31,26 +31,26 @@ namespace servelab {
 
 /// Where and how the client sends its requests.
 struct BenchConfig {
-  std::string host = "127.0.0.1";     ///< --host
-  int port = 8000;                    ///< --port
-  std::string model;                  ///< `model` of every request
-  std::string api_key;                ///< sent as `Authorization: Bearer` when set
-  int max_concurrency = 0;            ///< --max-concurrency: most requests in flight; 0 = no cap
-  bool ignore_eos = false;            ///< --ignore-eos: ask for exactly max_tokens tokens
-  double disconnect_fraction = 0;     ///< this share of requests hang up after their first token (load tests)
-  std::uint64_t seed = 0;             ///< picks the requests that hang up
-  double timeout_s = 600;             ///< per-request read timeout, seconds
+  std::string host = "127.0.0.1";  ///< --host
+  int port = 8000;                 ///< --port
+  std::string model;               ///< `model` of every request
+  std::string api_key;             ///< sent as `Authorization: Bearer` when set
+  int max_concurrency = 0;         ///< --max-concurrency: most requests in flight; 0 = no cap
+  bool ignore_eos = false;         ///< --ignore-eos: ask for exactly max_tokens tokens
+  double disconnect_fraction = 0;  ///< this share of requests hang up after their first token (load tests)
+  std::uint64_t seed = 0;          ///< picks the requests that hang up
+  double timeout_s = 600;          ///< per-request read timeout, seconds
 };
 
 /// One request as the client saw it.
 struct BenchRequestResult {
-  bool success = false;          ///< HTTP 200 and a stream that ended with [DONE]
-  bool disconnected = false;     ///< the client hung up on purpose (disconnect_fraction)
-  std::string error;             ///< why it failed ("" on success)
-  int prompt_len = 0;            ///< prompt tokens sent
-  int output_tokens = 0;         ///< tokens received (usage.completion_tokens when the server sent it)
-  RequestTimes times;            ///< client clock, seconds: arrival = scheduled, first_scheduled = sent, token_times
-  std::string text;              ///< the generated text
+  bool success = false;       ///< HTTP 200 and a stream that ended with [DONE]
+  bool disconnected = false;  ///< the client hung up on purpose (disconnect_fraction)
+  std::string error;          ///< why it failed ("" on success)
+  int prompt_len = 0;         ///< prompt tokens sent
+  int output_tokens = 0;      ///< tokens received (usage.completion_tokens when the server sent it)
+  RequestTimes times;         ///< client clock, seconds: arrival = scheduled, first_scheduled = sent, token_times
+  std::string text;           ///< the generated text
 };
 
 /// A whole run.
@@ -77,8 +77,8 @@ double run_in_process(Engine& engine, const std::vector<WorkloadRequest>& worklo
 
 /// What the run is labelled with in the block and the JSON.
 struct BenchLabels {
-  std::string request_rate = "inf";  ///< as given
-  SLO goodput;                       ///< --goodput SLOs (0 = none)
+  std::string request_rate = "inf";         ///< as given
+  SLO goodput;                              ///< --goodput SLOs (0 = none)
   double in_process_tokens_per_second = 0;  ///< --compare-in-process result; 0 = not run
 };
 

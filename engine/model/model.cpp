@@ -30,7 +30,8 @@ void apply_dtype_flag(const std::string& text, const std::string& what, ModelOpt
 Model::Model(ModelConfig config, ModelWeights weights, const ModelOptions& options)
     : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
   pool_ = std::make_unique<ThreadPool>(options_.num_threads);
-  ctx_ = KernelContext{.pool = pool_.get(), .deterministic = options_.deterministic, .bf16_activations = options_.bf16_activations};
+  ctx_ = KernelContext{
+      .pool = pool_.get(), .deterministic = options_.deterministic, .bf16_activations = options_.bf16_activations};
   inv_freq_ = rope_inv_freq(config_);
   embed_dtype_ = weights_.embed_tokens.dtype;
   matrix_dtype_ = weights_.layers.empty() ? embed_dtype_ : weights_.layers[0].o_proj.dtype;
@@ -128,7 +129,9 @@ void Model::check_batch(const Batch& batch, const KVCache& cache) const {
 namespace {
 
 // Work of x [M, K] · Wᵀ with f32 activations.
-Work gemm_count(int M, std::int64_t N, std::int64_t K, DType weights) { return gemm_work(M, N, K, weights, DType::F32); }
+Work gemm_count(int M, std::int64_t N, std::int64_t K, DType weights) {
+  return gemm_work(M, N, K, weights, DType::F32);
+}
 
 }  // namespace
 
@@ -147,15 +150,19 @@ void Model::count_step(const Batch& batch) {
     counter_.add("rmsnorm", rmsnorm_work(T));
     counter_.add("qkv_proj", gemm_count(batch.num_tokens(), c.q_dim() + 2 * c.kv_dim(), c.hidden_size, matrix_dtype_));
     if (c.attention_bias)
-      counter_.add("bias", Work{.flops = T * QKV, .weight_bytes = QKV * fb, .act_read = T * QKV * fb,
-                                .act_written = T * QKV * fb});
+      counter_.add(
+          "bias",
+          Work{.flops = T * QKV, .weight_bytes = QKV * fb, .act_read = T * QKV * fb, .act_written = T * QKV * fb});
     counter_.add("qkv_split", Work{.act_read = T * QKV * fb, .act_written = T * QKV * fb});
-    counter_.add("rope", Work{.flops = 3 * T * (Q + KV), .act_read = T * (Q + KV) * fb, .act_written = T * (Q + KV) * fb});
+    counter_.add("rope",
+                 Work{.flops = 3 * T * (Q + KV), .act_read = T * (Q + KV) * fb, .act_written = T * (Q + KV) * fb});
     counter_.add("kv_write", Work{.act_read = 2 * T * KV * fb, .kv_written = 2 * T * KV * fb});
     for (const SequenceChunk& s : batch.seqs) {
       const double n = s.num_new_tokens, cached = s.num_computed_tokens;
       const double keys = n * cached + n * (n + 1) / 2;  // query at position p reads p + 1 keys
-      counter_.add("attention", Work{.flops = 4 * keys * Q, .act_read = n * Q * fb, .act_written = n * Q * fb,
+      counter_.add("attention", Work{.flops = 4 * keys * Q,
+                                     .act_read = n * Q * fb,
+                                     .act_written = n * Q * fb,
                                      .kv_read = (cached + n) * 2 * KV * fb});
     }
     counter_.add("o_proj", gemm_count(batch.num_tokens(), c.hidden_size, c.q_dim(), matrix_dtype_));
@@ -203,16 +210,16 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
   // Activations live in the model's workspace: they grow to the largest batch
   // seen and are reused, so a step allocates (and page-faults) nothing.
   const int QKV = Q + 2 * KV;
-  float* x = ws_.get(Workspace::X, static_cast<std::size_t>(T) * H);            // [T, hidden] residual stream
-  float* xn = ws_.get(Workspace::XN, static_cast<std::size_t>(T) * H);          // [T, hidden] sublayer input
-  float* qkv = ws_.get(Workspace::QKV, static_cast<std::size_t>(T) * QKV);      // [T, q_dim + 2 kv_dim]
-  float* q = ws_.get(Workspace::Q, static_cast<std::size_t>(T) * Q);            // [T, q_dim]
-  float* k = ws_.get(Workspace::K, static_cast<std::size_t>(T) * KV);           // [T, kv_dim]
-  float* v = ws_.get(Workspace::V, static_cast<std::size_t>(T) * KV);           // [T, kv_dim]
-  float* attn = ws_.get(Workspace::ATTN, static_cast<std::size_t>(T) * Q);      // [T, q_dim]
+  float* x = ws_.get(Workspace::X, static_cast<std::size_t>(T) * H);                  // [T, hidden] residual stream
+  float* xn = ws_.get(Workspace::XN, static_cast<std::size_t>(T) * H);                // [T, hidden] sublayer input
+  float* qkv = ws_.get(Workspace::QKV, static_cast<std::size_t>(T) * QKV);            // [T, q_dim + 2 kv_dim]
+  float* q = ws_.get(Workspace::Q, static_cast<std::size_t>(T) * Q);                  // [T, q_dim]
+  float* k = ws_.get(Workspace::K, static_cast<std::size_t>(T) * KV);                 // [T, kv_dim]
+  float* v = ws_.get(Workspace::V, static_cast<std::size_t>(T) * KV);                 // [T, kv_dim]
+  float* attn = ws_.get(Workspace::ATTN, static_cast<std::size_t>(T) * Q);            // [T, q_dim]
   float* gate_up = ws_.get(Workspace::GATE_UP, static_cast<std::size_t>(T) * 2 * F);  // [T, 2 intermediate]
-  float* act = ws_.get(Workspace::ACT, static_cast<std::size_t>(T) * F);        // [T, intermediate]
-  float* proj = ws_.get(Workspace::PROJ, static_cast<std::size_t>(T) * H);      // [T, hidden] o_proj / down_proj out
+  float* act = ws_.get(Workspace::ACT, static_cast<std::size_t>(T) * F);              // [T, intermediate]
+  float* proj = ws_.get(Workspace::PROJ, static_cast<std::size_t>(T) * H);  // [T, hidden] o_proj / down_proj out
 
   std::vector<int> positions(T);
   std::vector<AttentionSeq> seqs;

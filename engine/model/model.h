@@ -187,7 +187,7 @@ class Model {
   };
 
   ModelConfig config_;
-  ModelWeights weights_;   // empty on CUDA once uploaded
+  ModelWeights weights_;             // empty on CUDA once uploaded
   DType embed_dtype_ = DType::F32;   // embedding and LM head (kept for counting after weights_ is released)
   DType matrix_dtype_ = DType::F32;  // layer matrices
   ModelOptions options_;

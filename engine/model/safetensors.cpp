@@ -67,8 +67,8 @@ std::map<std::string, TensorEntry> parse_safetensors(const std::byte* base, std:
   check(size >= 8, file, ": truncated (", size, " bytes; a safetensors file starts with an 8-byte header length)");
   std::uint64_t header_len = 0;
   std::memcpy(&header_len, base, 8);  // little-endian on every platform we build for
-  check(header_len <= size - 8, file, ": truncated or not safetensors (header length ", header_len,
-        " but only ", size - 8, " bytes follow)");
+  check(header_len <= size - 8, file, ": truncated or not safetensors (header length ", header_len, " but only ",
+        size - 8, " bytes follow)");
   const nlohmann::json header =
       parse_json(std::string_view(reinterpret_cast<const char*>(base + 8), header_len), file + " header");
   check(header.is_object(), file, ": header must be a JSON object");
@@ -91,15 +91,16 @@ std::map<std::string, TensorEntry> parse_safetensors(const std::byte* base, std:
     // shape whose product wraps around cannot match a small data_offsets span.
     std::optional<std::int64_t> nbytes = static_cast<std::int64_t>(dtype_size(e.dtype));
     for (const auto& d : info["shape"]) {
-      e.shape.push_back(json_int<std::int64_t>(d, 0, std::numeric_limits<std::int64_t>::max(), where + ": shape entry"));
+      e.shape.push_back(
+          json_int<std::int64_t>(d, 0, std::numeric_limits<std::int64_t>::max(), where + ": shape entry"));
       if (nbytes) nbytes = checked_mul(*nbytes, e.shape.back());
     }
     check(nbytes.has_value(), where, ": shape ", shape_to_string(e.shape), " has more elements than any file holds");
     const auto& off = info["data_offsets"];
-    const auto begin = json_int<std::uint64_t>(off[0], 0, std::numeric_limits<std::uint64_t>::max(),
-                                               where + ": data_offsets begin");
-    const auto end = json_int<std::uint64_t>(off[1], 0, std::numeric_limits<std::uint64_t>::max(),
-                                             where + ": data_offsets end");
+    const auto begin =
+        json_int<std::uint64_t>(off[0], 0, std::numeric_limits<std::uint64_t>::max(), where + ": data_offsets begin");
+    const auto end =
+        json_int<std::uint64_t>(off[1], 0, std::numeric_limits<std::uint64_t>::max(), where + ": data_offsets end");
     check(begin <= end, where, ": data_offsets begin ", begin, " > end ", end);
     check(end <= data_size, where, ": data runs to byte ", end, " of the data section but the file holds only ",
           data_size, " (truncated file?)");
@@ -180,8 +181,8 @@ bool Checkpoint::contains(const std::string& name) const { return index_.count(n
 Tensor Checkpoint::load(const std::string& name, const std::vector<std::int64_t>& expected, DType as) const {
   check(as == DType::F32 || as == DType::BF16, "weights can be loaded as f32 or bf16, not ", dtype_name(as));
   auto it = index_.find(name);
-  check(it != index_.end(), dir_.string(), ": missing tensor '", name, "' (expected shape ",
-        shape_to_string(expected), ")");
+  check(it != index_.end(), dir_.string(), ": missing tensor '", name, "' (expected shape ", shape_to_string(expected),
+        ")");
   const TensorEntry& e = *it->second;
   check(e.shape == expected, e.file, ": tensor '", name, "' has shape ", shape_to_string(e.shape), ", expected ",
         shape_to_string(expected), " from config.json");

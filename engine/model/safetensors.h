@@ -30,12 +30,12 @@ namespace servelab {
 
 /// One tensor's entry in a safetensors header.
 struct TensorEntry {
-  std::string name;                  ///< tensor name, e.g. "model.layers.0.self_attn.q_proj.weight"
-  DType dtype = DType::F32;          ///< stored element type
-  std::vector<std::int64_t> shape;   ///< stored shape
-  const std::byte* data = nullptr;   ///< first byte, inside the mapping
-  std::size_t nbytes = 0;            ///< byte length
-  std::string file;                  ///< file it lives in, for error messages
+  std::string name;                 ///< tensor name, e.g. "model.layers.0.self_attn.q_proj.weight"
+  DType dtype = DType::F32;         ///< stored element type
+  std::vector<std::int64_t> shape;  ///< stored shape
+  const std::byte* data = nullptr;  ///< first byte, inside the mapping
+  std::size_t nbytes = 0;           ///< byte length
+  std::string file;                 ///< file it lives in, for error messages
 };
 
 /**

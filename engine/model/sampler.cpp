@@ -39,7 +39,9 @@ std::int32_t Sampler::sample(std::span<const float> logits) {
   // Candidates sorted by logit, highest first (index breaks ties so the order is total).
   std::vector<std::int32_t> ids(logits.size());
   std::iota(ids.begin(), ids.end(), 0);
-  auto higher = [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  auto higher = [&](std::int32_t a, std::int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
   std::size_t keep = ids.size();
   if (params_.top_k > 0 && static_cast<std::size_t>(params_.top_k) < keep) {
     keep = static_cast<std::size_t>(params_.top_k);

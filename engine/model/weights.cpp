@@ -100,7 +100,8 @@ ModelWeights load_weights(const ModelConfig& c, const std::filesystem::path& dir
     LayerWeights lw;
     for (const Slot& s : layer_slots(c)) {
       if (s.is_bias && !c.attention_bias) continue;
-      lw.*s.member = ckpt.load(layer_tensor_name(l, s.suffix), s.shape, s.shape.size() == 2 ? weight_dtype : DType::F32);
+      lw.*s.member =
+          ckpt.load(layer_tensor_name(l, s.suffix), s.shape, s.shape.size() == 2 ? weight_dtype : DType::F32);
     }
     w.layers.push_back(std::move(lw));
   }

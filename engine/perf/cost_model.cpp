@@ -87,7 +87,8 @@ CostModel CostModel::calibrate(std::string label, double peak_flops, double band
     for (std::size_t i = 0; i < points.size(); ++i) {
       const auto& [work, seconds] = points[i];
       // Weight 1/t²: relative errors count, so millisecond decode steps matter as much as second-long prefills.
-      rows.push_back({compute[i] ? work.flops : 0.0, compute[i] ? 0.0 : work.bytes(), seconds, 1.0 / (seconds * seconds)});
+      rows.push_back(
+          {compute[i] ? work.flops : 0.0, compute[i] ? 0.0 : work.bytes(), seconds, 1.0 / (seconds * seconds)});
       (compute[i] ? any_compute : any_memory) = true;
     }
     Fit next = least_squares(rows, fit, any_compute, any_memory, true);

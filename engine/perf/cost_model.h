@@ -27,11 +27,11 @@ namespace servelab {
 
 /// Roofline time of a step plus a per-step overhead.
 struct CostModel {
-  std::string label;        ///< what it models, e.g. "this CPU (measured)" or "H100 SXM (simulated)"
-  double peak_flops = 0;    ///< FLOP/s
-  double bandwidth = 0;     ///< bytes/s
-  double overhead_s = 0;    ///< fixed cost per step: launches, synchronisation, Python (seconds)
-  bool simulated = false;   ///< true when the roofs come from a datasheet rather than this machine
+  std::string label;              ///< what it models, e.g. "this CPU (measured)" or "H100 SXM (simulated)"
+  double peak_flops = 0;          ///< FLOP/s
+  double bandwidth = 0;           ///< bytes/s
+  double overhead_s = 0;          ///< fixed cost per step: launches, synchronisation, Python (seconds)
+  bool simulated = false;         ///< true when the roofs come from a datasheet rather than this machine
   double compute_efficiency = 1;  ///< fraction of peak_flops that compute-bound steps reach
   double memory_efficiency = 1;   ///< fraction of bandwidth that memory-bound steps reach
 

@@ -24,12 +24,12 @@ namespace servelab {
 
 /// Work of one op (or of a whole step): FLOPs and bytes by kind of data.
 struct Work {
-  double flops = 0;          ///< floating-point operations (multiply-add = 2)
-  double weight_bytes = 0;   ///< model parameters read
-  double act_read = 0;       ///< activations read (f32)
-  double act_written = 0;    ///< activations written (f32)
-  double kv_read = 0;        ///< KV cache bytes read
-  double kv_written = 0;     ///< KV cache bytes written
+  double flops = 0;         ///< floating-point operations (multiply-add = 2)
+  double weight_bytes = 0;  ///< model parameters read
+  double act_read = 0;      ///< activations read (f32)
+  double act_written = 0;   ///< activations written (f32)
+  double kv_read = 0;       ///< KV cache bytes read
+  double kv_written = 0;    ///< KV cache bytes written
 
   /// All bytes moved.
   double bytes() const { return weight_bytes + act_read + act_written + kv_read + kv_written; }

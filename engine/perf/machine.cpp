@@ -19,7 +19,9 @@ volatile float peak_mul = 0.999f, peak_add = 0.001f;
 
 float peak_f32_generic(long steps) {
   const float b = peak_mul, c = peak_add;
-  return run_chains(steps, [](int i) { return 1.0f + i * peak_add; }, [=](float a) { return a * b + c; }, [](float x, float y) { return x + y; });
+  return run_chains(
+      steps, [](int i) { return 1.0f + i * peak_add; }, [=](float a) { return a * b + c; },
+      [](float x, float y) { return x + y; });
 }
 }  // namespace perf
 
@@ -84,7 +86,8 @@ double measure_read_gbs(ThreadPool& pool) {
   std::vector<float> partial(parts, 0.0f);
   const auto start = std::chrono::steady_clock::now();
   pool.parallel_for(parts, [&](std::size_t p0, std::size_t p1) {
-    for (std::size_t p = p0; p < p1; ++p) partial[p] = sum(buffer.data() + p * (buffer.size() / parts), buffer.size() / parts);
+    for (std::size_t p = p0; p < p1; ++p)
+      partial[p] = sum(buffer.data() + p * (buffer.size() / parts), buffer.size() / parts);
   });
   const double seconds = seconds_since(start);
   volatile float sink = std::accumulate(partial.begin(), partial.end(), 0.0f);

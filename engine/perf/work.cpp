@@ -40,10 +40,9 @@ Work gemm_work(std::int64_t M, std::int64_t N, std::int64_t K, DType weights, DT
   return w;
 }
 
-Work step_work(const ModelConfig& c, const StepDtypes& d, const std::vector<SeqShape>& seqs,
-               std::int64_t logits_rows) {
-  const double L = c.num_hidden_layers, H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(),
-               F = c.intermediate_size, V = c.vocab_size, R = static_cast<double>(logits_rows);
+Work step_work(const ModelConfig& c, const StepDtypes& d, const std::vector<SeqShape>& seqs, std::int64_t logits_rows) {
+  const double L = c.num_hidden_layers, H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size,
+               V = c.vocab_size, R = static_cast<double>(logits_rows);
   const double wb = static_cast<double>(dtype_size(d.weights)), ab = static_cast<double>(dtype_size(d.activations));
   double T = 0, keys_read = 0, kv_rows_read = 0;
   for (const SeqShape& s : seqs) {
@@ -62,20 +61,21 @@ Work step_work(const ModelConfig& c, const StepDtypes& d, const std::vector<SeqS
             L * (2 * 4 * T * H + (c.attention_bias ? T * QKV : 0) + 3 * T * (Q + KV) + 2 * T * H + 5 * T * F) +
             4 * R * H;
   // Weights: every layer matrix once, the LM head once, the T embedding rows, norms and biases (f32).
-  w.weight_bytes = L * layer_weights * wb + V * H * wb + T * H * wb + (L * 2 * H + H) * 4 +
-                   (c.attention_bias ? L * QKV * 4 : 0);
+  w.weight_bytes =
+      L * layer_weights * wb + V * H * wb + T * H * wb + (L * 2 * H + H) * 4 + (c.attention_bias ? L * QKV * 4 : 0);
   // Activations read and written, op by op:
   //   GEMM inputs/outputs; the two rmsnorms; bias; q/k/v split; rope; attention's q and output;
   //   the K/V rows copied into the cache; two residual adds; silu·mul; final norm and LM head.
   w.act_read = L * ab * (T * H + T * Q + T * H + T * F) + R * H * ab +  // GEMM inputs
-               L * ab * (2 * T * H + (c.attention_bias ? T * QKV : 0) + T * QKV + T * (Q + KV) + T * Q +
-                         2 * T * KV + 2 * 2 * T * H + 2 * T * F) +
+               L * ab *
+                   (2 * T * H + (c.attention_bias ? T * QKV : 0) + T * QKV + T * (Q + KV) + T * Q + 2 * T * KV +
+                    2 * 2 * T * H + 2 * T * F) +
                R * H * ab;  // final norm
-  w.act_written = L * ab * (T * QKV + T * H + 2 * T * F + T * H) + R * V * ab +  // GEMM outputs
-                  T * H * ab +                                                   // embedding
-                  L * ab * (2 * T * H + (c.attention_bias ? T * QKV : 0) + T * QKV + T * (Q + KV) + T * Q +
-                            2 * T * H + T * F) +
-                  R * H * ab;  // final norm
+  w.act_written =
+      L * ab * (T * QKV + T * H + 2 * T * F + T * H) + R * V * ab +  // GEMM outputs
+      T * H * ab +                                                   // embedding
+      L * ab * (2 * T * H + (c.attention_bias ? T * QKV : 0) + T * QKV + T * (Q + KV) + T * Q + 2 * T * H + T * F) +
+      R * H * ab;                                                            // final norm
   const double kv_token = static_cast<double>(kv_bytes_per_token(c, d.kv));  // all layers, K and V
   w.kv_read = kv_rows_read * kv_token;
   w.kv_written = T * kv_token;

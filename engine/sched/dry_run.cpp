@@ -14,8 +14,9 @@ DryRunResult dry_run(const std::vector<RequestShape>& requests, const SchedulerC
   std::vector<std::unique_ptr<Request>> owned;
   for (const RequestShape& shape : requests) {
     check(shape.prompt_len >= 1 && shape.max_tokens >= 1, "dry run: a request needs a prompt and an output token");
-    check(kv.num_blocks_for(static_cast<long>(shape.prompt_len) + shape.max_tokens) <= num_blocks, "dry run: a request of ",
-          shape.prompt_len + shape.max_tokens, " tokens cannot fit ", num_blocks, " blocks of ", block_size);
+    check(kv.num_blocks_for(static_cast<long>(shape.prompt_len) + shape.max_tokens) <= num_blocks,
+          "dry run: a request of ", shape.prompt_len + shape.max_tokens, " tokens cannot fit ", num_blocks,
+          " blocks of ", block_size);
     const std::vector<std::int32_t> prompt(static_cast<std::size_t>(shape.prompt_len), 0);
     owned.push_back(std::make_unique<Request>(static_cast<int>(owned.size()), prompt, SamplingParams{},
                                               shape.max_tokens, std::vector<std::int32_t>{}, 0.0));

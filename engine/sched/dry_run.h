@@ -23,11 +23,11 @@ struct RequestShape {
 
 /// What a dry run saw, step by step.
 struct DryRunResult {
-  std::vector<KVMemoryUsage> steps;  ///< the KV memory after each step
-  std::vector<int> scheduled_tokens; ///< tokens computed in each step
-  int max_running = 0;               ///< most requests running at once
-  int num_preemptions = 0;           ///< preemptions over the run
-  long output_tokens = 0;            ///< tokens emitted (sum of max_tokens)
+  std::vector<KVMemoryUsage> steps;   ///< the KV memory after each step
+  std::vector<int> scheduled_tokens;  ///< tokens computed in each step
+  int max_running = 0;                ///< most requests running at once
+  int num_preemptions = 0;            ///< preemptions over the run
+  long output_tokens = 0;             ///< tokens emitted (sum of max_tokens)
 };
 
 /**

@@ -19,8 +19,8 @@ KVMemoryUsage measure_kv_memory(const Scheduler& scheduler, const KVCacheManager
   }
   u.num_waiting = static_cast<int>(scheduler.waiting().size());
   if (!scheduler.waiting().empty())
-    u.next_fits = kv.num_blocks_for(scheduler.waiting().front()->num_uncomputed_tokens()) <=
-                  kv.block_pool().num_free_blocks();
+    u.next_fits =
+        kv.num_blocks_for(scheduler.waiting().front()->num_uncomputed_tokens()) <= kv.block_pool().num_free_blocks();
   return u;
 }
 

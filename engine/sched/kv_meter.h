@@ -32,7 +32,7 @@ struct KVMemoryUsage {
   std::size_t free = 0;              ///< blocks in the free queue
   int num_running = 0;               ///< requests holding blocks
   int num_waiting = 0;               ///< requests waiting for room (fresh or preempted)
-  bool next_fits = true;             ///< the first waiting request's uncomputed tokens fit the free blocks (true when none waits)
+  bool next_fits = true;  ///< the first waiting request's uncomputed tokens fit the free blocks (true when none waits)
 
   /// @p part as a share of total, 0..1.
   double share(std::size_t part) const { return total == 0 ? 0.0 : static_cast<double>(part) / total; }

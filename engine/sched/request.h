@@ -63,15 +63,15 @@ class Request {
   Request(int request_id, std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
           std::vector<std::int32_t> stop_token_ids, double arrival);
 
-  int request_id;                           ///< engine-unique id
-  int max_tokens;                           ///< most output tokens
-  std::vector<std::int32_t> stop_token_ids; ///< finishing tokens
-  Sampler sampler;                          ///< this request's sampling stream
-  int num_computed_tokens = 0;              ///< leading tokens whose K/V are in the cache
-  RequestStatus status = RequestStatus::WAITING;      ///< where the scheduler holds it
-  FinishReason finish_reason = FinishReason::NONE;    ///< why it finished; NONE while it runs
-  int num_preemptions = 0;                  ///< times its KV was thrown away
-  RequestTimes times;                       ///< timestamps
+  int request_id;                                   ///< engine-unique id
+  int max_tokens;                                   ///< most output tokens
+  std::vector<std::int32_t> stop_token_ids;         ///< finishing tokens
+  Sampler sampler;                                  ///< this request's sampling stream
+  int num_computed_tokens = 0;                      ///< leading tokens whose K/V are in the cache
+  RequestStatus status = RequestStatus::WAITING;    ///< where the scheduler holds it
+  FinishReason finish_reason = FinishReason::NONE;  ///< why it finished; NONE while it runs
+  int num_preemptions = 0;                          ///< times its KV was thrown away
+  RequestTimes times;                               ///< timestamps
 
   /// Prompt tokens.
   int num_prompt_tokens() const { return num_prompt_tokens_; }

@@ -111,9 +111,8 @@ SchedulerOutput Scheduler::schedule() {
 
   // 2. Waiting requests in arrival order (FCFS); none when this step had to preempt.
   if (out.preempted_request_ids.empty() && may_admit()) {
-    const std::size_t limit = config_.policy == SchedulingPolicy::ONE_AT_A_TIME
-                                  ? 1
-                                  : static_cast<std::size_t>(config_.max_num_seqs);
+    const std::size_t limit =
+        config_.policy == SchedulingPolicy::ONE_AT_A_TIME ? 1 : static_cast<std::size_t>(config_.max_num_seqs);
     for (auto it = waiting_.begin(); it != waiting_.end() && running_.size() < limit;) {
       Request* r = *it;
       if (r->status == RequestStatus::WAITING_FOR_REMOTE_KV) {

@@ -58,8 +58,9 @@ SchedulingPolicy parse_scheduling_policy(const std::string& text, const std::str
 /// The scheduler's limits (vLLM's names).
 struct SchedulerConfig {
   SchedulingPolicy policy = SchedulingPolicy::CONTINUOUS;  ///< when waiting requests join
-  int max_num_seqs = 16;               ///< most requests in one step (the batch size); 1 for one_at_a_time
-  int max_num_batched_tokens = 2048;   ///< most tokens in one step (the token budget); without chunking a whole prompt must fit
+  int max_num_seqs = 16;  ///< most requests in one step (the batch size); 1 for one_at_a_time
+  int max_num_batched_tokens =
+      2048;  ///< most tokens in one step (the token budget); without chunking a whole prompt must fit
   /// --enable-chunked-prefill (lab 06): a prompt may be split over steps, so no step exceeds the budget.
   bool enable_chunked_prefill = false;
   /// --long-prefill-token-threshold: with chunking, most tokens of one request in one step; 0 = only the budget limits.

@@ -44,10 +44,10 @@ void Engine::init(const ModelConfig& c, std::size_t kv_bytes_per_token) {
   check(config_.block_size >= 1, "--block-size must be >= 1, got ", config_.block_size);
   const std::size_t block_bytes = kv_bytes_per_token * static_cast<std::size_t>(config_.block_size);
   if (config_.kv_cache_memory == 0) {
-    const std::size_t per_seq = block_bytes * static_cast<std::size_t>(
-        (config_.max_model_len + config_.block_size - 1) / config_.block_size);
-    config_.kv_cache_memory = std::min(kDefaultMaxKVBytes,
-                                       per_seq * static_cast<std::size_t>(std::max(1, config_.scheduler.max_num_seqs)));
+    const std::size_t per_seq =
+        block_bytes * static_cast<std::size_t>((config_.max_model_len + config_.block_size - 1) / config_.block_size);
+    config_.kv_cache_memory =
+        std::min(kDefaultMaxKVBytes, per_seq * static_cast<std::size_t>(std::max(1, config_.scheduler.max_num_seqs)));
   }
   check(config_.num_gpu_blocks_override >= 0, "--num-blocks must be >= 0, got ", config_.num_gpu_blocks_override);
   if (config_.num_gpu_blocks_override > 0)
@@ -92,12 +92,12 @@ void Engine::check_request(std::span<const std::int32_t> prompt, const SamplingP
   }
   check(config_.scheduler.enable_chunked_prefill ||
             static_cast<long>(prompt.size()) <= config_.scheduler.max_num_batched_tokens,
-        "prompt of ", prompt.size(),
-        " tokens exceeds --max-num-batched-tokens ", config_.scheduler.max_num_batched_tokens,
+        "prompt of ", prompt.size(), " tokens exceeds --max-num-batched-tokens ",
+        config_.scheduler.max_num_batched_tokens,
         " (a whole prompt must fit one step; --enable-chunked-prefill splits it)");
   const int blocks = kv_manager_->num_blocks_for(total);
-  check(blocks <= num_blocks_, "request of up to ", total, " tokens needs ", blocks, " KV blocks but the whole cache has ",
-        num_blocks_, " (", config_.kv_cache_memory, " bytes); raise ",
+  check(blocks <= num_blocks_, "request of up to ", total, " tokens needs ", blocks,
+        " KV blocks but the whole cache has ", num_blocks_, " (", config_.kv_cache_memory, " bytes); raise ",
         config_.num_gpu_blocks_override > 0 ? "--num-blocks" : "--kv-cache-memory", " or shorten the request");
 }
 
@@ -147,7 +147,8 @@ Request& Engine::waiting_for_kv(int request_id, const char* what) {
 void Engine::kv_arrived(int request_id, std::int32_t first_token, double first_token_time) {
   Request& r = waiting_for_kv(request_id, "kv_arrived");
   const int vocab = model_ ? model_->config().vocab_size : sim_->config.vocab_size;
-  check(first_token >= 0 && first_token < vocab, "first token ", first_token, " is outside the vocabulary [0, ", vocab, ")");
+  check(first_token >= 0 && first_token < vocab, "first token ", first_token, " is outside the vocabulary [0, ", vocab,
+        ")");
   // The prompt's KV is here; the first token is fed (and its KV computed) by the next step.
   r.status = RequestStatus::WAITING;
   r.num_computed_tokens = r.num_prompt_tokens();
@@ -163,7 +164,8 @@ void Engine::compute_prompt_locally(int request_id) {
 int Engine::add_prefilled_request(std::span<const std::int32_t> prompt, const SamplingParams& sampling, int max_tokens,
                                   std::int32_t first_token, double arrival, double first_token_time) {
   check(sim_.has_value(), "engine: a real engine must receive a prefilled request's KV (add_remote_request)");
-  check(max_tokens >= 2, "a prefilled request must want at least 2 tokens (the first came from prefill), got ", max_tokens);
+  check(max_tokens >= 2, "a prefilled request must want at least 2 tokens (the first came from prefill), got ",
+        max_tokens);
   // The remote path without taking the prompt's blocks now: a simulated engine has no KV to
   // write into them, so the scheduler takes them all at admission.
   const int id = queue(remote(prompt, sampling, max_tokens, {}, arrival));

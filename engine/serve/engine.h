@@ -44,8 +44,8 @@ namespace servelab {
 
 /// How the engine is set up (vLLM's flag names in the comments).
 struct EngineConfig {
-  SchedulerConfig scheduler;          ///< policy, --max-num-seqs, --max-num-batched-tokens
-  int block_size = 16;                ///< --block-size: tokens per KV block
+  SchedulerConfig scheduler;  ///< policy, --max-num-seqs, --max-num-batched-tokens
+  int block_size = 16;        ///< --block-size: tokens per KV block
   /// --kv-cache-memory: bytes of KV blocks; 0 = room for max_num_seqs sequences of max_model_len.
   std::size_t kv_cache_memory = 0;
   /// --gpu-memory-utilization: on CUDA, the share of device memory the engine may fill (weights + KV); 0 = use kv_cache_memory.
@@ -53,8 +53,8 @@ struct EngineConfig {
   /// --num-gpu-blocks-override: exactly this many KV blocks, whatever kv_cache_memory says (a worker's
   /// --num-blocks); 0 = sized from the memory budget.
   int num_gpu_blocks_override = 0;
-  int max_model_len = 0;              ///< --max-model-len: longest prompt + output; 0 = the model's max_position_embeddings
-  bool enable_kv_cache = true;        ///< false recomputes every sequence in full at every step (lab 01)
+  int max_model_len = 0;        ///< --max-model-len: longest prompt + output; 0 = the model's max_position_embeddings
+  bool enable_kv_cache = true;  ///< false recomputes every sequence in full at every step (lab 01)
   std::function<void(const std::string&)> log;  ///< preemption lines; empty = stderr
 };
 
@@ -84,8 +84,8 @@ struct StepStats {
 
 /// One request's new token from a step.
 struct RequestOutput {
-  int request_id = 0;                          ///< whose token
-  std::int32_t token = 0;                      ///< the token
+  int request_id = 0;                               ///< whose token
+  std::int32_t token = 0;                           ///< the token
   FinishReason finish_reason = FinishReason::NONE;  ///< NONE while it runs on
 };
 

@@ -23,10 +23,10 @@ namespace servelab {
 
 /// Settings of one generate() call.
 struct GenerateOptions {
-  int max_new_tokens = 32;                  ///< tokens to generate (fewer if a stop token appears)
-  bool use_kv_cache = true;                 ///< false recomputes the whole sequence every step
-  SamplingParams sampling;                  ///< greedy by default
-  std::vector<std::int32_t> stop_token_ids; ///< generation ends after emitting one of these
+  int max_new_tokens = 32;                   ///< tokens to generate (fewer if a stop token appears)
+  bool use_kv_cache = true;                  ///< false recomputes the whole sequence every step
+  SamplingParams sampling;                   ///< greedy by default
+  std::vector<std::int32_t> stop_token_ids;  ///< generation ends after emitting one of these
 };
 
 /// Generated tokens and timings, all times in seconds.

@@ -21,12 +21,12 @@ namespace servelab {
 
 /// Latencies of one request, seconds.
 struct RequestMetrics {
-  double queue_time = 0;     ///< arrival → first scheduled
-  double ttft = 0;           ///< arrival → first output token (time to first token)
-  double tpot = 0;           ///< (E2E - TTFT) / (output tokens - 1); 0 with fewer than 2 tokens
-  double e2e = 0;            ///< arrival → last output token
-  std::vector<double> itl;   ///< [output tokens - 1] gaps between consecutive tokens (inter-token latency)
-  int output_tokens = 0;     ///< tokens emitted
+  double queue_time = 0;    ///< arrival → first scheduled
+  double ttft = 0;          ///< arrival → first output token (time to first token)
+  double tpot = 0;          ///< (E2E - TTFT) / (output tokens - 1); 0 with fewer than 2 tokens
+  double e2e = 0;           ///< arrival → last output token
+  std::vector<double> itl;  ///< [output tokens - 1] gaps between consecutive tokens (inter-token latency)
+  int output_tokens = 0;    ///< tokens emitted
 
   /**
    * @brief Metrics of a request with at least one output token.
@@ -43,17 +43,17 @@ struct SLO {
 
 /// A serving run's headline numbers over finished requests.
 struct ServingMetrics {
-  int num_requests = 0;             ///< requests with at least one token
-  long output_tokens = 0;           ///< tokens emitted in all
-  double duration = 0;              ///< first arrival → last finish, seconds
+  int num_requests = 0;                 ///< requests with at least one token
+  long output_tokens = 0;               ///< tokens emitted in all
+  double duration = 0;                  ///< first arrival → last finish, seconds
   double output_tokens_per_second = 0;  ///< output_tokens / duration
-  Summary ttft;                     ///< over requests, seconds
-  Summary tpot;                     ///< over requests with 2+ tokens, seconds (zeros when none)
-  Summary itl;                      ///< over every gap of every request, seconds (zeros when none)
-  Summary e2e;                      ///< over requests, seconds
-  double requests_per_second = 0;   ///< num_requests / duration
-  int num_meeting_slo = 0;          ///< requests whose TTFT and TPOT met the SLO
-  double goodput = 0;               ///< num_meeting_slo / duration: requests per second that met the SLO (DistServe)
+  Summary ttft;                         ///< over requests, seconds
+  Summary tpot;                         ///< over requests with 2+ tokens, seconds (zeros when none)
+  Summary itl;                          ///< over every gap of every request, seconds (zeros when none)
+  Summary e2e;                          ///< over requests, seconds
+  double requests_per_second = 0;       ///< num_requests / duration
+  int num_meeting_slo = 0;              ///< requests whose TTFT and TPOT met the SLO
+  double goodput = 0;  ///< num_meeting_slo / duration: requests per second that met the SLO (DistServe)
 };
 
 /**

@@ -12,8 +12,10 @@ namespace {
 
 // Nothing can run before @p until (engine clock): a real engine sleeps, a simulated one skips ahead.
 void idle_until(Engine& engine, double until) {
-  if (engine.simulated()) engine.advance_clock_to(until);
-  else std::this_thread::sleep_for(std::chrono::duration<double>(until - engine.now()));
+  if (engine.simulated())
+    engine.advance_clock_to(until);
+  else
+    std::this_thread::sleep_for(std::chrono::duration<double>(until - engine.now()));
 }
 
 }  // namespace
@@ -21,8 +23,9 @@ void idle_until(Engine& engine, double until) {
 ReplayResult replay(Engine& engine, const std::vector<WorkloadRequest>& workload, const ReplayOptions& options) {
   check(options.max_concurrency >= 0, "--max-concurrency must be >= 0 (0 = no cap), got ", options.max_concurrency);
   for (std::size_t i = 1; i < workload.size(); ++i)
-    check(workload[i].arrival_s >= workload[i - 1].arrival_s, "replay: the workload is not in arrival order (request ", i,
-          " arrives at ", workload[i].arrival_s, " s, before request ", i - 1, " at ", workload[i - 1].arrival_s, " s)");
+    check(workload[i].arrival_s >= workload[i - 1].arrival_s, "replay: the workload is not in arrival order (request ",
+          i, " arrives at ", workload[i].arrival_s, " s, before request ", i - 1, " at ", workload[i - 1].arrival_s,
+          " s)");
   ReplayResult result;
   result.start = result.last_token_time = engine.now();
   result.request_ids.reserve(workload.size());

@@ -25,7 +25,8 @@ AddedTokens AddedTokens::from_json(const nlohmann::json& added_tokens, const std
     AddedToken token{id, t["content"].get<std::string>(), t.value("special", false)};
     // These change which text a token swallows; no byte-level model servelab targets sets them.
     for (const char* flag : {"lstrip", "rstrip", "single_word"})
-      check(!t.value(flag, false), where, " ('", token.content, "') sets ", flag, ", which servelab does not implement");
+      check(!t.value(flag, false), where, " ('", token.content, "') sets ", flag,
+            ", which servelab does not implement");
     check(!result.by_id_.contains(token.id), where, " repeats id ", token.id);
     result.by_id_[token.id] = result.tokens_.size();
     result.tokens_.push_back(std::move(token));

@@ -31,8 +31,8 @@ struct AddedToken {
 
 /// A piece of text between added tokens, or one added token.
 struct TextSegment {
-  std::string_view text;   ///< the text (empty for a token)
-  std::int32_t token = -1; ///< the added token's id, or -1 for text
+  std::string_view text;    ///< the text (empty for a token)
+  std::int32_t token = -1;  ///< the added token's id, or -1 for text
 };
 
 /// The added tokens of one tokenizer.

@@ -49,8 +49,8 @@ BpeModel::BpeModel(TokenMap vocab, const std::vector<std::pair<std::string, std:
     : vocab_(std::move(vocab)), ignore_merges_(ignore_merges), cache_(std::make_unique<Cache>()) {
   for (int b = 0; b < 256; ++b) {
     const auto it = vocab_.find(byte_to_symbol(static_cast<std::uint8_t>(b)));
-    check(it != vocab_.end(), source, ": model.vocab has no token for byte ", b, " ('", byte_to_symbol(static_cast<std::uint8_t>(b)),
-          "'); a byte-level BPE vocabulary must cover all 256 bytes");
+    check(it != vocab_.end(), source, ": model.vocab has no token for byte ", b, " ('",
+          byte_to_symbol(static_cast<std::uint8_t>(b)), "'); a byte-level BPE vocabulary must cover all 256 bytes");
     byte_ids_[b] = it->second;
   }
   merges_.reserve(merges.size());
@@ -147,7 +147,8 @@ void BpeModel::encode_word(std::string_view word, std::vector<std::int32_t>& ids
   if (cacheable) {
     std::lock_guard lock(cache_->mutex);
     if (cache_->words.size() >= kCacheCapacity) cache_->words.clear();
-    cache_->words.emplace(std::string(word), std::vector<std::int32_t>(ids.begin() + static_cast<std::ptrdiff_t>(first), ids.end()));
+    cache_->words.emplace(std::string(word),
+                          std::vector<std::int32_t>(ids.begin() + static_cast<std::ptrdiff_t>(first), ids.end()));
   }
 }
 
@@ -161,7 +162,8 @@ void BpeModel::merge(std::string_view word, std::vector<std::int32_t>& ids) cons
     const auto it = merges_.find(pair_key(a, b));
     return it == merges_.end() ? nullptr : &it->second;
   };
-  for (int i = 0; i < n; ++i) symbols[i] = {byte_ids_[static_cast<std::uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1, true};
+  for (int i = 0; i < n; ++i)
+    symbols[i] = {byte_ids_[static_cast<std::uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1, true};
   for (int i = 0; i + 1 < n; ++i)
     if (const Merge* m = find(symbols[i].id, symbols[i + 1].id)) heap.push_back({m->rank, i, m->new_id});
   std::make_heap(heap.begin(), heap.end(), later);

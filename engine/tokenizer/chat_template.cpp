@@ -74,8 +74,10 @@ ChatTemplate ChatTemplate::recognise(std::string_view jinja, std::string bos_tok
           "not render; it renders Llama 3 and ChatML");
     return ChatTemplate(Format::Llama3, "", std::move(bos_token));
   }
-  fail(source, ": chat_template is not a format servelab recognises (it renders ChatML, as in Qwen2/Qwen2.5, and "
-       "Llama 3); the template starts ", quote_start(jinja));
+  fail(source,
+       ": chat_template is not a format servelab recognises (it renders ChatML, as in Qwen2/Qwen2.5, and "
+       "Llama 3); the template starts ",
+       quote_start(jinja));
 }
 
 std::string ChatTemplate::render(std::span<const ChatMessage> messages, bool add_generation_prompt) const {

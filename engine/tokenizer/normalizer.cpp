@@ -21,7 +21,8 @@ Normalizer Normalizer::from_json(const nlohmann::json& json, const std::string& 
     for (const auto& step : json.at("normalizers")) {
       const Normalizer n = from_json(step, source);
       if (n.form() == Form::None) continue;
-      check(result.form() == Form::None, source, ": normalizer: a Sequence with more than one NFC step is not supported");
+      check(result.form() == Form::None, source,
+            ": normalizer: a Sequence with more than one NFC step is not supported");
       result = n;
     }
     return result;
@@ -37,8 +38,8 @@ namespace {
 // the common ranges are listed; anything else is simply handed to utf8proc.
 bool nfc_stable(char32_t cp) {
   return cp < 0x300 || (cp >= 0xAC00 && cp <= 0xD7A3)  // Latin to Latin Extended-B; Hangul syllables
-         || (cp >= 0x4E00 && cp <= 0x9FFF)            // CJK unified ideographs
-         || (cp >= 0x1F300 && cp <= 0x1FAFF);         // emoji
+         || (cp >= 0x4E00 && cp <= 0x9FFF)             // CJK unified ideographs
+         || (cp >= 0x1F300 && cp <= 0x1FAFF);          // emoji
 }
 
 // NFC of a stretch of text, in O(n log n) for any input. utf8proc_map() does

@@ -9,8 +9,7 @@
 
 namespace servelab {
 
-const char* const kGpt2SplitPattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+const char* const kGpt2SplitPattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 // One compiled pattern. PCRE2 code is read-only after compilation, so one
 // Regex serves every thread; the match data is per thread.
@@ -117,9 +116,12 @@ PreTokenizer PreTokenizer::from_json(const nlohmann::json& json, const std::stri
       check(behavior == "Isolated", where, ": Split behavior '", behavior, "' is not supported (expected Isolated)");
       check(!step.value("invert", false), where, ": Split with invert: true is not supported");
       const auto& pattern = step.at("pattern");
-      if (pattern.contains("Regex")) patterns.push_back(pattern.at("Regex").get<std::string>());
-      else if (pattern.contains("String")) patterns.push_back(escape_literal(pattern.at("String").get<std::string>()));
-      else fail(where, ": Split pattern must be {\"Regex\": ...} or {\"String\": ...}");
+      if (pattern.contains("Regex"))
+        patterns.push_back(pattern.at("Regex").get<std::string>());
+      else if (pattern.contains("String"))
+        patterns.push_back(escape_literal(pattern.at("String").get<std::string>()));
+      else
+        fail(where, ": Split pattern must be {\"Regex\": ...} or {\"String\": ...}");
     } else if (type == "ByteLevel") {
       byte_level = true;
       add_prefix_space = step.value("add_prefix_space", true);

@@ -36,7 +36,8 @@ void read_post_processor(const nlohmann::json& p, const std::string& source, std
     check(special.contains(name), source, ": post_processor.special_tokens has no entry '", name, "'");
     for (const auto& id : special[name].at("ids"))
       (seen_sequence ? suffix : prefix)
-          .push_back(json_int<std::int32_t>(id, 0, kMaxTokenIds - 1, source + ": post_processor.special_tokens['" + name + "'].ids"));
+          .push_back(json_int<std::int32_t>(id, 0, kMaxTokenIds - 1,
+                                            source + ": post_processor.special_tokens['" + name + "'].ids"));
   }
 }
 
@@ -137,8 +138,10 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
   std::vector<TextSegment> segments;
   added_.split(text, segments);
   for (const auto& segment : segments) {
-    if (segment.token >= 0) ids.push_back(segment.token);
-    else encode_text(segment.text, ids);
+    if (segment.token >= 0)
+      ids.push_back(segment.token);
+    else
+      encode_text(segment.text, ids);
   }
   if (add_special_tokens) ids.insert(ids.end(), suffix_.begin(), suffix_.end());
   return ids;

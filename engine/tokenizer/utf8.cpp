@@ -15,14 +15,22 @@ int utf8_classify(std::string_view s, std::size_t pos) {
   // and code points above U+10FFFF (Unicode table 3-7).
   int need = 0;
   std::uint8_t lo = 0x80, hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) need = 1;
-  else if (b0 == 0xE0) need = 2, lo = 0xA0;
-  else if (b0 == 0xED) need = 2, hi = 0x9F;
-  else if (b0 >= 0xE1 && b0 <= 0xEF) need = 2;
-  else if (b0 == 0xF0) need = 3, lo = 0x90;
-  else if (b0 == 0xF4) need = 3, hi = 0x8F;
-  else if (b0 >= 0xF1 && b0 <= 0xF3) need = 3;
-  else return -1;  // a stray continuation byte, C0/C1 or F5..FF: never valid
+  if (b0 >= 0xC2 && b0 <= 0xDF)
+    need = 1;
+  else if (b0 == 0xE0)
+    need = 2, lo = 0xA0;
+  else if (b0 == 0xED)
+    need = 2, hi = 0x9F;
+  else if (b0 >= 0xE1 && b0 <= 0xEF)
+    need = 2;
+  else if (b0 == 0xF0)
+    need = 3, lo = 0x90;
+  else if (b0 == 0xF4)
+    need = 3, hi = 0x8F;
+  else if (b0 >= 0xF1 && b0 <= 0xF3)
+    need = 3;
+  else
+    return -1;  // a stray continuation byte, C0/C1 or F5..FF: never valid
   for (int i = 1; i <= need; ++i) {
     if (pos + i >= s.size()) return 0;
     const auto b = static_cast<std::uint8_t>(s[pos + i]);
@@ -57,8 +65,8 @@ void check_utf8(std::string_view text, const std::string& what) {
     if (n <= 0) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned>(static_cast<std::uint8_t>(text[pos])));
-      fail(what, ": invalid UTF-8 at byte offset ", pos, " (", hex,
-           n == 0 ? ", a character cut off at the end" : "", "); expected UTF-8 text");
+      fail(what, ": invalid UTF-8 at byte offset ", pos, " (", hex, n == 0 ? ", a character cut off at the end" : "",
+           "); expected UTF-8 text");
     }
     pos += n;
   }

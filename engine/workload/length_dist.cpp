@@ -85,8 +85,11 @@ LengthDist parse_length_dist(std::string_view text, LengthRole role, std::string
   } else if (kind == "uniform" && parts.size() == 3) {
     d = {.kind = LengthDist::Kind::uniform, .min = ft.integer(parts[1], "LO"), .max = ft.integer(parts[2], "HI")};
   } else if (kind == "lognormal" && (parts.size() == 3 || parts.size() == 5)) {
-    d = {.kind = LengthDist::Kind::lognormal, .min = 1, .max = kMaxWorkloadTokens,
-         .median = ft.real(parts[1], "MEDIAN"), .sigma = ft.real(parts[2], "SIGMA")};
+    d = {.kind = LengthDist::Kind::lognormal,
+         .min = 1,
+         .max = kMaxWorkloadTokens,
+         .median = ft.real(parts[1], "MEDIAN"),
+         .sigma = ft.real(parts[2], "SIGMA")};
     if (parts.size() == 5) d.min = ft.integer(parts[3], "MIN"), d.max = ft.integer(parts[4], "MAX");
   } else {
     ft.bad("unknown distribution or wrong number of ':'-separated fields");

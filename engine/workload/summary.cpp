@@ -31,8 +31,8 @@ std::string WorkloadSummary::describe() const {
   os.setf(std::ios::fixed);
   os.precision(1);
   auto lengths = [&](const char* name, const Summary& l, std::int64_t total) {
-    os << " | " << name << " tokens mean " << l.mean << " p50 " << l.median << " p99 " << l.p99 << " (total "
-       << total << ")";
+    os << " | " << name << " tokens mean " << l.mean << " p50 " << l.median << " p99 " << l.p99 << " (total " << total
+       << ")";
   };
   os << count << " requests";
   lengths("prompt", prompt_len, prompt_tokens);

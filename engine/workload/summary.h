@@ -16,13 +16,13 @@ namespace servelab {
 
 /// What a lab prints about its workload: counts, length statistics, the arrival span.
 struct WorkloadSummary {
-  int count = 0;                    ///< requests
-  std::int64_t prompt_tokens = 0;   ///< sum of prompt lengths
-  std::int64_t output_tokens = 0;   ///< sum of max_tokens
-  Summary prompt_len;               ///< prompt lengths, tokens (zeros when count == 0)
-  Summary output_len;               ///< max_tokens, tokens (zeros when count == 0)
-  double first_arrival_s = 0;       ///< earliest arrival, seconds
-  double last_arrival_s = 0;        ///< latest arrival, seconds
+  int count = 0;                   ///< requests
+  std::int64_t prompt_tokens = 0;  ///< sum of prompt lengths
+  std::int64_t output_tokens = 0;  ///< sum of max_tokens
+  Summary prompt_len;              ///< prompt lengths, tokens (zeros when count == 0)
+  Summary output_len;              ///< max_tokens, tokens (zeros when count == 0)
+  double first_arrival_s = 0;      ///< earliest arrival, seconds
+  double last_arrival_s = 0;       ///< latest arrival, seconds
 
   /// last - first arrival, seconds (0 for `all`).
   double span_s() const { return last_arrival_s - first_arrival_s; }

@@ -21,8 +21,7 @@ std::string WorkloadSpec::describe() const {
   if (file.empty())
     os << num_requests << " requests, prompt " << prompt_len.describe() << ", output " << output_len.describe();
   else
-    os << (num_requests > 0 ? "first " + std::to_string(num_requests) : std::string("all")) << " requests of "
-       << file;
+    os << (num_requests > 0 ? "first " + std::to_string(num_requests) : std::string("all")) << " requests of " << file;
   os << ", arrivals " << arrivals.describe() << ", seed " << seed;
   return os.str();
 }

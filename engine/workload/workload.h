@@ -54,12 +54,12 @@ std::uint64_t request_seed(std::uint64_t seed, std::uint64_t index, std::uint64_
  * line, a positive value the first num_requests lines.
  */
 struct WorkloadSpec {
-  int num_requests = 16;                             ///< requests to make (0 with a file: all of its lines)
-  LengthDist prompt_len = LengthDist::fixed(128);    ///< prompt lengths, tokens
-  LengthDist output_len = LengthDist::fixed(128);    ///< output lengths (max_tokens), tokens
-  Arrivals arrivals;                                 ///< arrival process (`all` when the file has arrivals)
-  std::uint64_t seed = 0;                            ///< seeds lengths, prompt ids and gaps
-  std::string file;                                  ///< optional JSONL workload file
+  int num_requests = 16;                           ///< requests to make (0 with a file: all of its lines)
+  LengthDist prompt_len = LengthDist::fixed(128);  ///< prompt lengths, tokens
+  LengthDist output_len = LengthDist::fixed(128);  ///< output lengths (max_tokens), tokens
+  Arrivals arrivals;                               ///< arrival process (`all` when the file has arrivals)
+  std::uint64_t seed = 0;                          ///< seeds lengths, prompt ids and gaps
+  std::string file;                                ///< optional JSONL workload file
 
   /// One line for a lab's settings block, e.g. `16 requests, prompt fixed:128, output sharegpt..., arrivals all, seed 0`.
   std::string describe() const;

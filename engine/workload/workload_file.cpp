@@ -36,8 +36,8 @@ WorkloadFileEntry parse_entry(std::string_view text, const std::string& where, i
   try {
     // The callback sees each object/array open with its depth (0 for the line itself): stop early.
     j = nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-      const bool opens = event == nlohmann::json::parse_event_t::object_start ||
-                         event == nlohmann::json::parse_event_t::array_start;
+      const bool opens =
+          event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start;
       if (opens && depth + 1 > kMaxWorkloadJsonDepth)
         fail(where, ": JSON nested deeper than ", kMaxWorkloadJsonDepth, " levels (expected one flat object)");
       return true;
@@ -49,8 +49,9 @@ WorkloadFileEntry parse_entry(std::string_view text, const std::string& where, i
         brief(j));
   WorkloadFileEntry e;
   const bool has_len = j.contains("prompt_len"), has_ids = j.contains("prompt_ids");
-  check(has_len != has_ids, where, has_len ? ": has both fields 'prompt_len' and 'prompt_ids' (expected one)"
-                                           : ": missing field 'prompt_len' (or 'prompt_ids')");
+  check(has_len != has_ids, where,
+        has_len ? ": has both fields 'prompt_len' and 'prompt_ids' (expected one)"
+                : ": missing field 'prompt_len' (or 'prompt_ids')");
   if (has_len) {
     e.prompt_len = length_field(j, "prompt_len", where);
   } else {

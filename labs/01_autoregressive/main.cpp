@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
     prompt_len = static_cast<int>(prompt.size());
     // The ladder's first rung, and lab 02's as the reference the tokens must equal.
     base.engine.max_model_len = prompt_len + max_new_tokens;  // the one contiguous region a request fills
-    const LabConfig recompute = configure(Techniques::for_lab(1), base), cached = configure(Techniques::for_lab(2), base);
+    const LabConfig recompute = configure(Techniques::for_lab(1), base),
+                    cached = configure(Techniques::for_lab(2), base);
     // Checked before anything is printed: a refused run leaves stdout empty.
     check(prompt_len + max_new_tokens <= model->config().max_position_embeddings, "--prompt-len ", prompt_len,
           " + --max-new-tokens ", max_new_tokens, " exceeds max_position_embeddings (",
@@ -81,13 +82,19 @@ int main(int argc, char** argv) {
     const auto& out = runs[0].output_ids;
     if (ref.output_ids != out) {
       const auto at = std::mismatch(out.begin(), out.end(), ref.output_ids.begin()).first - out.begin();
-      fail("lab 01: recompute path and reference path (KV cache) differ first at new token ", at, ": ", out[at],
-           " vs ", ref.output_ids[at]);
+      fail("lab 01: recompute path and reference path (KV cache) differ first at new token ", at, ": ", out[at], " vs ",
+           ref.output_ids[at]);
     }
 
-    Table steps{.name = "steps", .title = "Per-step cost without a KV cache",
-                .columns = {{"step"}, {"phase"}, {"context [tok]"}, {"processed [tok]"}, {"time [ms]", 2},
-                            {"min [ms]", 2}, {"max [ms]", 2}}};
+    Table steps{.name = "steps",
+                .title = "Per-step cost without a KV cache",
+                .columns = {{"step"},
+                            {"phase"},
+                            {"context [tok]"},
+                            {"processed [tok]"},
+                            {"time [ms]", 2},
+                            {"min [ms]", 2},
+                            {"max [ms]", 2}}};
     std::vector<double> ttft, tpot, e2e, itl;  // ms; itl: every gap of every run
     for (const auto& r : runs) {
       const RequestMetrics m = r.metrics();
@@ -110,11 +117,13 @@ int main(int argc, char** argv) {
     shown.rows.clear();
     for (std::size_t r = 0; r < steps.rows.size(); ++r)
       if (r % shown_every == 0 || r + 1 == steps.rows.size()) shown.rows.push_back(steps.rows[r]);
-    if (shown_every > 1) shown.note = "(every " + std::to_string(shown_every) + "th step shown; all steps are in steps.csv)";
+    if (shown_every > 1)
+      shown.note = "(every " + std::to_string(shown_every) + "th step shown; all steps are in steps.csv)";
     report.add_table(shown);
     report.add_table(steps, /*print=*/false);
 
-    Table latency{.name = "latency", .title = "Request latency (vLLM definitions)",
+    Table latency{.name = "latency",
+                  .title = "Request latency (vLLM definitions)",
                   .columns = {{"metric"}, {"median [ms]", 2}, {"p99 [ms]", 2}, {"min [ms]", 2}, {"max [ms]", 2}},
                   .note = "TPOT = (E2E - TTFT) / (output tokens - 1); ITL = gap between consecutive tokens."};
     for (auto [name, v] : {std::pair{"TTFT", &ttft}, {"TPOT", &tpot}, {"ITL", &itl}, {"E2E", &e2e}}) {
@@ -127,8 +136,13 @@ int main(int argc, char** argv) {
       report.setting("generated text", lab_prompt.tokenizer->decode(out, true));
     }
 
-    report.add_plot({.name = "step_time", .table = "steps", .x = "step", .y = {"time [ms]"},
-                     .title = "Lab 01: step time without a KV cache", .xlabel = "generation step", .ylabel = "time [ms]"});
+    report.add_plot({.name = "step_time",
+                     .table = "steps",
+                     .x = "step",
+                     .y = {"time [ms]"},
+                     .title = "Lab 01: step time without a KV cache",
+                     .xlabel = "generation step",
+                     .ylabel = "time [ms]"});
     const double first = steps.number(0, "time [ms]"), last = steps.number(-1, "time [ms]");
     std::ostringstream v;
     v << std::fixed << std::setprecision(1) << "without a cache the step time grows " << last / first << "x, from "

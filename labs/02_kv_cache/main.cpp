@@ -52,31 +52,38 @@ ModelConfig variant(const std::string& name, const std::string& kind) {
 // 3. KV memory: the formula for the published models and their MHA/GQA/MQA variants: what GQA saves, and the
 //    prefill/decode article's 270 MB and 670 MB checked.
 Table kv_memory_table() {
-  Table memory{.name = "kv_memory", .title = "KV cache size: 2 × layers × kv_heads × head_dim × L × B × bytes",
-               .columns = {{"model"}, {"attention"}, {"kv heads"}, {"per token (bf16)"}, {"L=2048 B=1 bf16"},
-                           {"L=8192 B=16 bf16"}, {"L=2048 B=1 f32"}}};
+  Table memory{.name = "kv_memory",
+               .title = "KV cache size: 2 × layers × kv_heads × head_dim × L × B × bytes",
+               .columns = {{"model"},
+                           {"attention"},
+                           {"kv heads"},
+                           {"per token (bf16)"},
+                           {"L=2048 B=1 bf16"},
+                           {"L=8192 B=16 bf16"},
+                           {"L=2048 B=1 f32"}}};
   for (const char* name : {"qwen2.5-0.5b", "qwen2.5-1.5b", "llama-3-8b", "llama-3-70b"})
     for (const char* kind : {"MHA", "GQA", "MQA"}) {
       const ModelConfig v = variant(name, kind);
-      memory.add_row({std::string(name), std::string(v.attention_kind()), static_cast<long long>(v.num_key_value_heads),
-                      human_bytes(kv_cache_bytes(v, 1, 1, DType::BF16)),
-                      human_bytes(kv_cache_bytes(v, 2048, 1, DType::BF16)),
-                      human_bytes(kv_cache_bytes(v, 8192, 16, DType::BF16)),
-                      human_bytes(kv_cache_bytes(v, 2048, 1, DType::F32))});
+      memory.add_row(
+          {std::string(name), std::string(v.attention_kind()), static_cast<long long>(v.num_key_value_heads),
+           human_bytes(kv_cache_bytes(v, 1, 1, DType::BF16)), human_bytes(kv_cache_bytes(v, 2048, 1, DType::BF16)),
+           human_bytes(kv_cache_bytes(v, 8192, 16, DType::BF16)), human_bytes(kv_cache_bytes(v, 2048, 1, DType::F32))});
     }
-  memory.note = "The published models use GQA (Qwen2.5: 2 KV heads, Llama 3: 8). The prefill/decode article quotes "
-                "Llama-3-8B at 2048 tokens ≈ 270 MB and 70B ≈ 670 MB: " +
-                std::to_string(kv_cache_bytes(preset("llama-3-8b"), 2048, 1, DType::BF16)) + " and " +
-                std::to_string(kv_cache_bytes(preset("llama-3-70b"), 2048, 1, DType::BF16)) + " bytes here.";
+  memory.note =
+      "The published models use GQA (Qwen2.5: 2 KV heads, Llama 3: 8). The prefill/decode article quotes "
+      "Llama-3-8B at 2048 tokens ≈ 270 MB and 70B ≈ 670 MB: " +
+      std::to_string(kv_cache_bytes(preset("llama-3-8b"), 2048, 1, DType::BF16)) + " and " +
+      std::to_string(kv_cache_bytes(preset("llama-3-70b"), 2048, 1, DType::BF16)) + " bytes here.";
   return memory;
 }
-
 
 // 4. The formula against what the engine's cache really allocates (f32 cache, sizes this machine can hold):
 //    the formula is the code. @p cases counts the cases checked.
 Table kv_allocated_table(bool quick, int& cases) {
-  Table measured{.name = "kv_allocated", .title = "Formula vs bytes the engine's contiguous KV cache allocated (f32)",
-                 .columns = {{"model"}, {"attention"}, {"L"}, {"B"}, {"formula [bytes]"}, {"allocated [bytes]"}, {"equal"}}};
+  Table measured{
+      .name = "kv_allocated",
+      .title = "Formula vs bytes the engine's contiguous KV cache allocated (f32)",
+      .columns = {{"model"}, {"attention"}, {"L"}, {"B"}, {"formula [bytes]"}, {"allocated [bytes]"}, {"equal"}}};
   cases = 0;
   for (const char* name : {"tiny", "small", "qwen2.5-0.5b"})
     for (const char* kind : {"MHA", "GQA", "MQA"})
@@ -84,8 +91,8 @@ Table kv_allocated_table(bool quick, int& cases) {
         const ModelConfig v = variant(name, kind);
         const HostKVCache cache(v, B, L);  // contiguous: B sequences, one block of L tokens each
         const auto formula = kv_cache_bytes(v, L, B, DType::F32);
-        check(formula == cache.bytes_allocated(), "lab 02: KV formula gives ", formula, " bytes for ", name, " ",
-              kind, " but the cache allocated ", cache.bytes_allocated());
+        check(formula == cache.bytes_allocated(), "lab 02: KV formula gives ", formula, " bytes for ", name, " ", kind,
+              " but the cache allocated ", cache.bytes_allocated());
         measured.add_row({std::string(name), std::string(v.attention_kind()), static_cast<long long>(L),
                           static_cast<long long>(B), static_cast<long long>(formula),
                           static_cast<long long>(cache.bytes_allocated()), std::string("yes")});
@@ -93,7 +100,6 @@ Table kv_allocated_table(bool quick, int& cases) {
       }
   return measured;
 }
-
 
 }  // namespace
 
@@ -131,7 +137,8 @@ int main(int argc, char** argv) {
           c.name);
     base.engine.max_model_len = prompt_len + token_counts.back();  // the one contiguous region a request fills
     // Lab 01's configuration and lab 02's: the same base, the KV cache switched on.
-    const LabConfig no_cache = configure(Techniques::for_lab(1), base), kv_cache = configure(Techniques::for_lab(2), base);
+    const LabConfig no_cache = configure(Techniques::for_lab(1), base),
+                    kv_cache = configure(Techniques::for_lab(2), base);
 
     Report report("02_kv_cache", o.out);
     describe_run(report, *model, o);
@@ -140,14 +147,26 @@ int main(int argc, char** argv) {
     report.print_settings("Lab 02 — KV cache: use_cache off vs on");
 
     // 1. The article's experiment: time to generate N tokens, cache off vs on.
-    Table speed{.name = "kv_cache_speedup", .title = "Generation time, use_cache off vs on (the article's table)",
-                .columns = {{"generated tokens"}, {"no cache [s]", 3}, {"KV cache [s]", 3}, {"speedup", 2},
-                            {"no cache [tok/s]", 1}, {"KV cache [tok/s]", 1}, {"no cache min/max [s]"},
-                            {"KV cache min/max [s]"}, {"same tokens"}, {"article: no cache [s]", 2},
-                            {"article: KV cache [s]", 2}, {"article: speedup", 2}}};
+    Table speed{.name = "kv_cache_speedup",
+                .title = "Generation time, use_cache off vs on (the article's table)",
+                .columns = {{"generated tokens"},
+                            {"no cache [s]", 3},
+                            {"KV cache [s]", 3},
+                            {"speedup", 2},
+                            {"no cache [tok/s]", 1},
+                            {"KV cache [tok/s]", 1},
+                            {"no cache min/max [s]"},
+                            {"KV cache min/max [s]"},
+                            {"same tokens"},
+                            {"article: no cache [s]", 2},
+                            {"article: KV cache [s]", 2},
+                            {"article: speedup", 2}}};
     // The KV cache article's own table (qwen2.5-1.5b on a GPU, fp16), printed beside ours row by row.
-    const std::map<int, std::pair<double, double>> article = {
-        {20, {1.938, 1.433}}, {50, {2.202, 2.228}}, {100, {4.528, 4.110}}, {200, {9.226, 8.249}}, {400, {24.924, 16.141}}};
+    const std::map<int, std::pair<double, double>> article = {{20, {1.938, 1.433}},
+                                                              {50, {2.202, 2.228}},
+                                                              {100, {4.528, 4.110}},
+                                                              {200, {9.226, 8.249}},
+                                                              {400, {24.924, 16.141}}};
     std::vector<GenerateResult> longest_off, longest_on;
     long total_steps = 0;
     for (int n : token_counts) total_steps += 2L * n * (o.repeats + o.warmup);
@@ -190,8 +209,9 @@ int main(int argc, char** argv) {
         os << std::fixed << std::setprecision(3) << s.min << "/" << s.max;
         return os.str();
       };
-      std::vector<Cell> row = {static_cast<long long>(n), t_off.median, t_on.median, t_off.median / t_on.median,
-                               n / t_off.median, n / t_on.median, min_max(t_off), min_max(t_on), std::string("yes")};
+      std::vector<Cell> row = {static_cast<long long>(n), t_off.median,    t_on.median,    t_off.median / t_on.median,
+                               n / t_off.median,          n / t_on.median, min_max(t_off), min_max(t_on),
+                               std::string("yes")};
       if (const auto a = article.find(n); a != article.end())
         row.insert(row.end(), {a->second.first, a->second.second, a->second.first / a->second.second});
       else
@@ -202,8 +222,9 @@ int main(int argc, char** argv) {
       longest_on = std::move(on);
     }
     bar.reset();
-    speed.note = std::string("Times include prefill. The article's columns are the KV cache article's measurements "
-                             "(qwen2.5-1.5b, fp16, a GPU), not this machine's. ") +
+    speed.note = std::string(
+                     "Times include prefill. The article's columns are the KV cache article's measurements "
+                     "(qwen2.5-1.5b, fp16, a GPU), not this machine's. ") +
                  (fast_reductions ? "Both paths used OpenBLAS reductions; their tokens were checked equal"
                                   : "Both paths use deterministic reductions, so equal tokens are guaranteed by "
                                     "construction and checked here") +
@@ -213,42 +234,65 @@ int main(int argc, char** argv) {
     // 2. The work the cache removes, step by step, for the longest run.
     const int n = token_counts.back();
     const auto steps_off = median_steps(longest_off), steps_on = median_steps(longest_on);
-    Table work{.name = "work_per_step", .title = "Work per step for " + std::to_string(n) + " new tokens (GFLOP, all layers)",
-               .columns = {{"step"}, {"context L"}, {"KV proj, no cache", 4}, {"KV proj, cache", 4},
-                           {"attention, no cache", 4}, {"attention, cache", 4}, {"no cache [ms]", 2}, {"cache [ms]", 2}}};
+    Table work{.name = "work_per_step",
+               .title = "Work per step for " + std::to_string(n) + " new tokens (GFLOP, all layers)",
+               .columns = {{"step"},
+                           {"context L"},
+                           {"KV proj, no cache", 4},
+                           {"KV proj, cache", 4},
+                           {"attention, no cache", 4},
+                           {"attention, cache", 4},
+                           {"no cache [ms]", 2},
+                           {"cache [ms]", 2}}};
     double totals[6] = {0, 0, 0, 0, 0, 0};
     std::vector<int> shown = {1, 2, n / 4, n / 2, 3 * n / 4, n};
     for (int s = 1; s <= n; ++s) {
       const int context = prompt_len + s - 1;  // tokens in the sequence when step s starts
       const int computed = s == 1 ? 0 : context - 1;
-      const double row[6] = {kv_projection_flops(c, context) / 1e9, kv_projection_flops(c, context - computed) / 1e9,
-                             attention_flops(c, 0, context) / 1e9, attention_flops(c, computed, context - computed) / 1e9,
-                             steps_off[s - 1] * 1e3, steps_on[s - 1] * 1e3};
+      const double row[6] = {kv_projection_flops(c, context) / 1e9,
+                             kv_projection_flops(c, context - computed) / 1e9,
+                             attention_flops(c, 0, context) / 1e9,
+                             attention_flops(c, computed, context - computed) / 1e9,
+                             steps_off[s - 1] * 1e3,
+                             steps_on[s - 1] * 1e3};
       for (int k = 0; k < 6; ++k) totals[k] += row[k];
-      if (std::find(shown.begin(), shown.end(), s) != shown.end() && (work.rows.empty() || work.number(-1, "step") != s))
-        work.add_row({static_cast<long long>(s), static_cast<long long>(context), row[0], row[1], row[2], row[3], row[4],
-                      row[5]});
+      if (std::find(shown.begin(), shown.end(), s) != shown.end() &&
+          (work.rows.empty() || work.number(-1, "step") != s))
+        work.add_row({static_cast<long long>(s), static_cast<long long>(context), row[0], row[1], row[2], row[3],
+                      row[4], row[5]});
     }
-    work.add_row({std::string("total"), std::string(""), totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]});
-    work.note = "Without a cache step s re-projects all L tokens (O(L·D)) and attends L queries to L keys "
-                "(O(L²·D)); with it, one token is projected and one query attends (O(L·D)). Step 1 is the prefill.";
+    work.add_row(
+        {std::string("total"), std::string(""), totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]});
+    work.note =
+        "Without a cache step s re-projects all L tokens (O(L·D)) and attends L queries to L keys "
+        "(O(L²·D)); with it, one token is projected and one query attends (O(L·D)). Step 1 is the prefill.";
     report.add_table(work);
 
     report.add_table(kv_memory_table());
     int cases = 0;
     report.add_table(kv_allocated_table(o.quick, cases));
 
-    report.add_plot({.name = "generation_time", .table = "kv_cache_speedup", .x = "generated tokens",
-                     .y = {"no cache [s]", "KV cache [s]"}, .title = "Lab 02: time to generate N tokens",
-                     .xlabel = "generated tokens", .ylabel = "seconds"});
-    Table per_step{.name = "step_times", .title = "Per-step time for " + std::to_string(n) + " new tokens",
+    report.add_plot({.name = "generation_time",
+                     .table = "kv_cache_speedup",
+                     .x = "generated tokens",
+                     .y = {"no cache [s]", "KV cache [s]"},
+                     .title = "Lab 02: time to generate N tokens",
+                     .xlabel = "generated tokens",
+                     .ylabel = "seconds"});
+    Table per_step{.name = "step_times",
+                   .title = "Per-step time for " + std::to_string(n) + " new tokens",
                    .columns = {{"step"}, {"no cache [ms]", 3}, {"cache [ms]", 3}}};
     for (int s = 1; s <= n; ++s)
       per_step.add_row({static_cast<long long>(s), steps_off[s - 1] * 1e3, steps_on[s - 1] * 1e3});
     report.add_table(per_step, /*print=*/false);
-    report.add_plot({.name = "step_time", .table = "step_times", .x = "step", .y = {"no cache [ms]", "cache [ms]"},
-                     .title = "Lab 02: step time, recompute vs KV cache", .xlabel = "generation step",
-                     .ylabel = "time [ms]", .logy = true});
+    report.add_plot({.name = "step_time",
+                     .table = "step_times",
+                     .x = "step",
+                     .y = {"no cache [ms]", "cache [ms]"},
+                     .title = "Lab 02: step time, recompute vs KV cache",
+                     .xlabel = "generation step",
+                     .ylabel = "time [ms]",
+                     .logy = true});
 
     std::ostringstream v;
     v << std::fixed << std::setprecision(1) << "the KV cache gives the same tokens and is "

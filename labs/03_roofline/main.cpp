@@ -49,9 +49,8 @@ MachineRoofs measure_machine(int threads) {
   // slow kernels on an unknown CPU would lower the roof together with the points measured against it.
   const std::string all_threads = " (" + std::to_string(threads) + " threads)";
   std::vector<RoofSamples>& repeats = r.repeats;
-  repeats = {{"f32 FMA (1 thread)", {}}, {"f32 FMA" + all_threads, {}},
-                                   {"read (1 thread)", {}},    {"read" + all_threads, {}},
-                                   {"triad (1 thread)", {}},   {"triad" + all_threads, {}}};
+  repeats = {{"f32 FMA (1 thread)", {}}, {"f32 FMA" + all_threads, {}}, {"read (1 thread)", {}},
+             {"read" + all_threads, {}}, {"triad (1 thread)", {}},      {"triad" + all_threads, {}}};
   double& bf16N = r.bf16N;
   for (int i = 0; i < 3; ++i) {  // best of three: roofs are the most the machine can do
     repeats[0].samples.push_back(measure_peak_gflops(one, PeakOp::F32Fma));
@@ -71,11 +70,18 @@ MachineRoofs measure_machine(int threads) {
 Table roofs_table(const MachineRoofs& r, int threads) {
   const double fma1 = r.fma1, fmaN = r.fmaN, read1 = r.read1, readN = r.readN, triad1 = r.triad1, triadN = r.triadN,
                bf16N = r.bf16N;
-  Table roofs{.name = "roofs", .title = "Roofs: datasheets and this machine (measured now)",
-              .columns = {{"hardware"}, {"peak GFLOP/s"}, {"fp32 GFLOP/s"}, {"bandwidth GB/s"}, {"memory GB"},
-                          {"ridge [FLOP/B]", 1}, {"source"}}};
+  Table roofs{.name = "roofs",
+              .title = "Roofs: datasheets and this machine (measured now)",
+              .columns = {{"hardware"},
+                          {"peak GFLOP/s"},
+                          {"fp32 GFLOP/s"},
+                          {"bandwidth GB/s"},
+                          {"memory GB"},
+                          {"ridge [FLOP/B]", 1},
+                          {"source"}}};
   for (const Hardware& h : gpu_catalog())
-    roofs.add_row({h.name, h.matrix_tflops * 1e3, h.fp32_tflops * 1e3, h.bandwidth_gbs, h.memory_gb, h.ridge(), h.source});
+    roofs.add_row(
+        {h.name, h.matrix_tflops * 1e3, h.fp32_tflops * 1e3, h.bandwidth_gbs, h.memory_gb, h.ridge(), h.source});
   const auto machine = Report::machine_metadata();
   const std::string cpu = machine["cpu"].get<std::string>();
   roofs.add_row({"this CPU, 1 thread", fma1, fma1, read1, 0.0, fma1 / read1,
@@ -90,17 +96,19 @@ Table roofs_table(const MachineRoofs& r, int threads) {
                    std::string("measured: cuBLAS bf16 8192^3 GEMM, device-to-device copy (read + write); ") +
                        cuda_device_summary()});
   }
-  roofs.note = "GPU peaks are dense fp16/bf16 tensor-core rates (no sparsity); the CPU's are the engine's own "
-               "microbenchmark (perf/machine.h): independent FMA chains on the widest vector unit, and bf16 dot "
-               "products where the CPU has AVX512_BF16. Ridges use fp32, the precision the engine computes in. "
-               "Bandwidth: GB = 10^9 bytes.";
+  roofs.note =
+      "GPU peaks are dense fp16/bf16 tensor-core rates (no sparsity); the CPU's are the engine's own "
+      "microbenchmark (perf/machine.h): independent FMA chains on the widest vector unit, and bf16 dot "
+      "products where the CPU has AVX512_BF16. Ridges use fp32, the precision the engine computes in. "
+      "Bandwidth: GB = 10^9 bytes.";
 
   return roofs;
 }
 
 // 5. The cost model, calibrated here, predicted vs measured: what two straight roofs and a constant explain.
-Table cost_model_table(const CostModel& here, double fmaN, double readN, const std::vector<std::pair<Work, double>>& calibration,
-                       const std::vector<std::string>& names, const std::string& busy) {
+Table cost_model_table(const CostModel& here, double fmaN, double readN,
+                       const std::vector<std::pair<Work, double>>& calibration, const std::vector<std::string>& names,
+                       const std::string& busy) {
   Table fit{.name = "cost_model",
             .title = "Cost model: max(FLOPs / (" + fixed(fmaN, 0) + " GFLOP/s × " + fixed(here.compute_efficiency, 2) +
                      "), bytes / (" + fixed(readN, 1) + " GB/s × " + fixed(here.memory_efficiency, 2) + ")) + " +
@@ -108,18 +116,17 @@ Table cost_model_table(const CostModel& here, double fmaN, double readN, const s
             .columns = {{"point"}, {"measured [ms]", 2}, {"predicted [ms]", 2}, {"error"}}};
   for (std::size_t i = 0; i < calibration.size(); ++i) {
     const double predicted = here.predict(calibration[i].first), measured = calibration[i].second;
-    fit.add_row({names[i], measured * 1e3, predicted * 1e3,
-                 fixed(100.0 * (predicted - measured) / measured, 0) + "%"});
+    fit.add_row({names[i], measured * 1e3, predicted * 1e3, fixed(100.0 * (predicted - measured) / measured, 0) + "%"});
   }
-  fit.note = "Fitted here by weighted least squares (relative errors): the fraction of each measured roof the "
-             "engine reaches, and a per-step overhead. The errors show what two straight roofs cannot capture "
-             "(mid-sized batches run their GEMMs below the large-GEMM rate) and how much the machine drifted "
-             "while the points and the roofs were measured." +
-             (busy.empty() ? std::string() : " Warning: " + busy + ".");
+  fit.note =
+      "Fitted here by weighted least squares (relative errors): the fraction of each measured roof the "
+      "engine reaches, and a per-step overhead. The errors show what two straight roofs cannot capture "
+      "(mid-sized batches run their GEMMs below the large-GEMM rate) and how much the machine drifted "
+      "while the points and the roofs were measured." +
+      (busy.empty() ? std::string() : " Warning: " + busy + ".");
   if (!busy.empty()) std::cerr << "lab_03_roofline: warning: " << busy << "\n";
   return fit;
 }
-
 
 }  // namespace
 
@@ -131,9 +138,11 @@ int main(int argc, char** argv) {
   std::vector<int> decode_batches = {1, 4, 16, 32};
   int context = 128;
   auto* lens_opt = app.add_option("--prefill-lens", prefill_lens, "prompt lengths of the measured prefill steps")
-                       ->delimiter(',')->capture_default_str();
+                       ->delimiter(',')
+                       ->capture_default_str();
   auto* batches_opt = app.add_option("--decode-batches", decode_batches, "batch sizes of the measured decode steps")
-                          ->delimiter(',')->capture_default_str();
+                          ->delimiter(',')
+                          ->capture_default_str();
   app.add_option("--context", context, "tokens already cached for each decoding sequence")->capture_default_str();
 
   return run_lab(app, argc, argv, [&] {
@@ -181,12 +190,12 @@ int main(int argc, char** argv) {
     ThreadPool all(threads);
     const KernelContext gemm_ctx{.pool = &all, .bf16_activations = model->options().bf16_activations};
     const int prefill_rows = *std::max_element(prefill_lens.begin(), prefill_lens.end());
-    report.setting("prefill GEMM", std::string(gemm_path_name(matmul_path(gemm_ctx, model->options().weight_dtype,
-                                                                          prefill_rows))) +
-                                       ", kernel " +
-                                       matmul_kernel_name(gemm_ctx, model->options().weight_dtype, prefill_rows,
-                                                          2 * c.intermediate_size, c.hidden_size) +
-                                       " (" + std::to_string(prefill_rows) + " rows, MLP gate/up shape)");
+    report.setting("prefill GEMM",
+                   std::string(gemm_path_name(matmul_path(gemm_ctx, model->options().weight_dtype, prefill_rows))) +
+                       ", kernel " +
+                       matmul_kernel_name(gemm_ctx, model->options().weight_dtype, prefill_rows,
+                                          2 * c.intermediate_size, c.hidden_size) +
+                       " (" + std::to_string(prefill_rows) + " rows, MLP gate/up shape)");
     report.print_settings("Lab 03 — the roofline, measured");
     report.add_table(seed);
     for (const Table& t : preset_tables) report.add_table(t);
@@ -195,16 +204,23 @@ int main(int argc, char** argv) {
     // 4. Real steps on this machine: counted work, measured time.
     Table points{.name = "measured_points",
                  .title = "Measured steps on this machine (" + c.name + ", " + o.dtype + " weights)",
-                 .columns = {{"point"}, {"tokens"}, {"GFLOP", 3}, {"GB moved", 3}, {"intensity [FLOP/B]", 2},
-                             {"time [ms]", 2}, {"achieved GFLOP/s", 1}, {"achieved GB/s", 1}, {"bound here"},
+                 .columns = {{"point"},
+                             {"tokens"},
+                             {"GFLOP", 3},
+                             {"GB moved", 3},
+                             {"intensity [FLOP/B]", 2},
+                             {"time [ms]", 2},
+                             {"achieved GFLOP/s", 1},
+                             {"achieved GB/s", 1},
+                             {"bound here"},
                              {"counted = formula"}}};
     const StepDtypes engine_dtypes{model->options().weight_dtype, DType::F32, DType::F32};
     std::vector<std::pair<Work, double>> calibration;
     std::vector<std::string> names;
     const double ridge_here = fmaN / readN;
     auto measure = [&](const std::string& name, int tokens, const std::vector<SeqShape>& shapes) {
-      auto cache_ptr = model->make_kv_cache(static_cast<int>(shapes.size()),
-                                            context + 1 + (shapes[0].cached == 0 ? tokens : 0));
+      auto cache_ptr =
+          model->make_kv_cache(static_cast<int>(shapes.size()), context + 1 + (shapes[0].cached == 0 ? tokens : 0));
       KVCache& cache = *cache_ptr;
       auto make_batch = [&] {
         Batch batch;
@@ -230,8 +246,8 @@ int main(int argc, char** argv) {
       const Summary t = summarize(time_runs(o.warmup, o.repeats, [&] { model->forward(batch, cache); }));
       points.add_row({name, static_cast<long long>(tokens), counted.flops / 1e9, counted.bytes() / 1e9,
                       counted.intensity(), t.median * 1e3, counted.flops / t.median / 1e9,
-                      counted.bytes() / t.median / 1e9, std::string(bound_name(bound_of(counted.intensity(), ridge_here))),
-                      std::string("yes")});
+                      counted.bytes() / t.median / 1e9,
+                      std::string(bound_name(bound_of(counted.intensity(), ridge_here))), std::string("yes")});
       calibration.push_back({counted, t.median});
       names.push_back(name);
     };
@@ -246,8 +262,10 @@ int main(int argc, char** argv) {
         bar.advance();
       }
     }
-    points.note = "Work counted by the engine op by op (Model::work_counter()) and checked equal to the closed form. "
-                  "Decode steps: each sequence has " + std::to_string(context) + " tokens cached.";
+    points.note =
+        "Work counted by the engine op by op (Model::work_counter()) and checked equal to the closed form. "
+        "Decode steps: each sequence has " +
+        std::to_string(context) + " tokens cached.";
     report.add_table(points);
 
     // 5. The cost model, calibrated here, predicted vs measured.
@@ -258,9 +276,17 @@ int main(int argc, char** argv) {
 
     report.add_table(kv_cache_puzzle(here, engine_dtypes));
 
-    report.add_plot({.name = "roofline", .table = "measured_points", .x = "intensity [FLOP/B]", .y = {"achieved GFLOP/s"},
-                     .title = "Lab 03: measured steps under the roofs", .xlabel = "arithmetic intensity [FLOP/byte]",
-                     .ylabel = "GFLOP/s", .logy = true, .kind = "roofline", .roofs = "roofs", .reference = "seed_table",
+    report.add_plot({.name = "roofline",
+                     .table = "measured_points",
+                     .x = "intensity [FLOP/B]",
+                     .y = {"achieved GFLOP/s"},
+                     .title = "Lab 03: measured steps under the roofs",
+                     .xlabel = "arithmetic intensity [FLOP/byte]",
+                     .ylabel = "GFLOP/s",
+                     .logy = true,
+                     .kind = "roofline",
+                     .roofs = "roofs",
+                     .reference = "seed_table",
                      .reference_roof = a100.name});
     const auto intensity_of = [&](long row) { return points.number(row, "intensity [FLOP/B]"); };
     const double prefill_i = intensity_of(0), decode_1 = intensity_of(static_cast<long>(prefill_lens.size())),

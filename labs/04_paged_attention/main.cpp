@@ -42,7 +42,8 @@ struct ServingRun {
   double wall = 0, busy = 0, schedule = 0;
 };
 
-ServingRun serve(Model& model, const LabConfig& lab_config, const std::vector<WorkloadRequest>& workload, Progress& bar) {
+ServingRun serve(Model& model, const LabConfig& lab_config, const std::vector<WorkloadRequest>& workload,
+                 Progress& bar) {
   const SchedulingPolicy policy = lab_config.engine.scheduler.policy;
   EngineConfig config = lab_config.engine;
   std::vector<std::string> log;
@@ -78,10 +79,21 @@ Serving serving_table(Report& report, Model& model, const LabConfig& base, const
   Serving out;
   Table& serving = out.table;
   serving = {.name = "serving",
-                .title = "Serving " + std::to_string(workload.size()) + " requests with each policy (" + model.config().name + ")",
-                .columns = {{"policy"}, {"output tok/s", 1}, {"vs one at a time", 2}, {"TTFT p50 [ms]", 1},
-                            {"TTFT p99 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"TPOT p99 [ms]", 2}, {"preemptions"},
-                            {"busy [%]", 1}, {"mean batch", 1}, {"steps"}, {"scheduler [% of step]", 2}, {"tokens hash"}}};
+             .title = "Serving " + std::to_string(workload.size()) + " requests with each policy (" +
+                      model.config().name + ")",
+             .columns = {{"policy"},
+                         {"output tok/s", 1},
+                         {"vs one at a time", 2},
+                         {"TTFT p50 [ms]", 1},
+                         {"TTFT p99 [ms]", 1},
+                         {"TPOT p50 [ms]", 2},
+                         {"TPOT p99 [ms]", 2},
+                         {"preemptions"},
+                         {"busy [%]", 1},
+                         {"mean batch", 1},
+                         {"steps"},
+                         {"scheduler [% of step]", 2},
+                         {"tokens hash"}}};
   // Lab 03's configuration (contiguous KV, one request at a time), static batching over paged blocks between,
   // and lab 04's (paged KV, continuous batching): the same base, the same workload.
   const auto [lab3, lab4] = compare_rungs(report, 4, base, "one at a time", "continuous");
@@ -112,16 +124,22 @@ Serving serving_table(Report& report, Model& model, const LabConfig& base, const
   serving.note = mismatches.empty()
                      ? std::string("Every request got the same tokens under every policy (same hash)") +
                            (runs.back().preemptions > 0 ? ", preempted and recomputed ones included." : ".")
-                     : std::to_string(mismatches.size()) + " requests differ between policies without batch-invariant "
-                                                           "reductions (first: " + mismatches.front() + ").";
+                     : std::to_string(mismatches.size()) +
+                           " requests differ between policies without batch-invariant "
+                           "reductions (first: " +
+                           mismatches.front() + ").";
   return out;
 }
 
-
 // The continuous run, step by step, for the timeline plots.
 Table timeline_table(const ServingRun& cont) {
-  Table timeline{.name = "timeline", .title = "Continuous batching, step by step",
-                 .columns = {{"step"}, {"time [s]", 3}, {"running requests"}, {"waiting requests"}, {"tokens in step"},
+  Table timeline{.name = "timeline",
+                 .title = "Continuous batching, step by step",
+                 .columns = {{"step"},
+                             {"time [s]", 3},
+                             {"running requests"},
+                             {"waiting requests"},
+                             {"tokens in step"},
                              {"KV blocks used"}}};
   for (std::size_t i = 0; i < cont.run.steps.size(); ++i) {
     const StepStats& s = cont.run.steps[i];
@@ -144,27 +162,35 @@ int main(int argc, char** argv) {
   double gpu_memory_utilization = 0;
   int memory_requests = 1000, memory_max_model_len = 2048, memory_seqs = 16;
   bool fast_reductions = false;
-  auto* n_opt = app.add_option("--num-requests", num_requests, "requests in the serving workload")->capture_default_str();
-  auto* p_opt = app.add_option("--prompt-len-dist", prompt_dist, "prompt lengths: fixed:N, uniform:LO:HI, lognormal:MEDIAN:SIGMA[:MIN:MAX] or sharegpt")
+  auto* n_opt =
+      app.add_option("--num-requests", num_requests, "requests in the serving workload")->capture_default_str();
+  auto* p_opt = app.add_option("--prompt-len-dist", prompt_dist,
+                               "prompt lengths: fixed:N, uniform:LO:HI, lognormal:MEDIAN:SIGMA[:MIN:MAX] or sharegpt")
                     ->capture_default_str();
   auto* out_opt = app.add_option("--output-len-dist", output_dist, "output lengths, same forms")->capture_default_str();
-  app.add_option("--arrival", arrivals, "arrivals: all, poisson:RATE (requests/s) or trace:FILE")->capture_default_str();
+  app.add_option("--arrival", arrivals, "arrivals: all, poisson:RATE (requests/s) or trace:FILE")
+      ->capture_default_str();
   app.add_option("--workload-file", workload_file, "JSONL workload (prompt_len or prompt_ids, output_len, arrival)");
   app.add_option("--max-num-seqs", max_num_seqs, "most requests in one step")->capture_default_str();
-  app.add_option("--max-num-batched-tokens", max_num_batched_tokens, "most tokens in one step (a whole prompt must fit)")
+  app.add_option("--max-num-batched-tokens", max_num_batched_tokens,
+                 "most tokens in one step (a whole prompt must fit)")
       ->capture_default_str();
   app.add_option("--block-size", block_size, "tokens per KV block")->capture_default_str();
-  app.add_option("--kv-cache-memory", kv_cache_memory,
-                 "KV bytes for serving; 0 = max-num-seqs requests of the workload's mean length (tight enough to preempt)");
-  app.add_option("--gpu-memory-utilization", gpu_memory_utilization,
-                 "with --backend cuda: share of device memory for weights + KV (vLLM's flag); overrides --kv-cache-memory");
+  app.add_option(
+      "--kv-cache-memory", kv_cache_memory,
+      "KV bytes for serving; 0 = max-num-seqs requests of the workload's mean length (tight enough to preempt)");
+  app.add_option(
+      "--gpu-memory-utilization", gpu_memory_utilization,
+      "with --backend cuda: share of device memory for weights + KV (vLLM's flag); overrides --kv-cache-memory");
   auto* mr_opt = app.add_option("--memory-requests", memory_requests, "requests in the KV placement dry run")
                      ->capture_default_str();
-  app.add_option("--memory-max-model-len", memory_max_model_len, "context a contiguous layout reserves per request (dry run)")
+  app.add_option("--memory-max-model-len", memory_max_model_len,
+                 "context a contiguous layout reserves per request (dry run)")
       ->capture_default_str();
   app.add_option("--memory-seqs", memory_seqs, "dry-run KV budget, in max-length requests")->capture_default_str();
   app.add_flag("--fast-reductions", fast_reductions,
-               "OpenBLAS GEMMs instead of batch-invariant ones: tokens may then differ between policies, and the lab says where");
+               "OpenBLAS GEMMs instead of batch-invariant ones: tokens may then differ between policies, and the lab "
+               "says where");
 
   return run_lab(app, argc, argv, [&] {
     if (o.quick) {
@@ -206,10 +232,11 @@ int main(int argc, char** argv) {
     engine_config.gpu_memory_utilization = gpu_memory_utilization;
     const std::size_t token_bytes = kv_cache_bytes_for(c, 1, 1);
     engine_config.kv_cache_memory =
-        kv_cache_memory ? kv_cache_memory
-                        : std::max<std::size_t>(static_cast<std::size_t>(longest + block_size),
-                                                static_cast<std::size_t>(max_num_seqs) * total_tokens /
-                                                    workload.size()) * token_bytes;
+        kv_cache_memory
+            ? kv_cache_memory
+            : std::max<std::size_t>(static_cast<std::size_t>(longest + block_size),
+                                    static_cast<std::size_t>(max_num_seqs) * total_tokens / workload.size()) *
+                  token_bytes;
     {  // Checked before anything is printed: a refused run leaves stdout empty.
       Engine probe(*model, configure(Techniques::for_lab(4), base).engine);
       for (const auto& r : workload) probe.add_request(r.prompt_ids, SamplingParams{}, r.max_tokens);
@@ -220,20 +247,23 @@ int main(int argc, char** argv) {
     Report report("04_paged_attention", o.out);
     describe_run(report, *model, o);
     report.setting("timing", "one serving run per policy, on the engine clock (no repeats: a server runs once)");
-    report.setting("technique", "paged KV blocks and continuous batching (Techniques::paged_kv_cache, "
-                                "continuous_batching) over lab 02's KV cache, against one request at a time");
+    report.setting("technique",
+                   "paged KV blocks and continuous batching (Techniques::paged_kv_cache, "
+                   "continuous_batching) over lab 02's KV cache, against one request at a time");
     report.setting("workload", summarize_workload(workload).describe() + ", arrivals " + spec.arrivals.describe() +
                                    (clamped ? ", " + std::to_string(clamped) + " clamped to the context" : "") +
                                    ", greedy");
-    report.setting("engine", "block size " + std::to_string(block_size) + ", max_num_seqs " + std::to_string(max_num_seqs) +
-                                 ", max_num_batched_tokens " + std::to_string(max_num_batched_tokens) + ", KV " +
+    report.setting("engine", "block size " + std::to_string(block_size) + ", max_num_seqs " +
+                                 std::to_string(max_num_seqs) + ", max_num_batched_tokens " +
+                                 std::to_string(max_num_batched_tokens) + ", KV " +
                                  human_bytes(static_cast<double>(engine_config.kv_cache_memory)) + " (" +
                                  std::to_string(engine_config.kv_cache_memory / token_bytes) + " tokens)");
     report.print_settings("Lab 04 — paged KV blocks and continuous batching");
 
     // 1. Space: the KV cache article's example, then a workload through each KV layout (the scheduler without a model).
     report.add_table(seed_example(block_size));
-    const KVMemory memory = kv_memory(memory_requests, memory_max_model_len, memory_seqs, o.seed, c.vocab_size, token_bytes);
+    const KVMemory memory =
+        kv_memory(memory_requests, memory_max_model_len, memory_seqs, o.seed, c.vocab_size, token_bytes);
     report.add_table(memory.table);
     report.add_table(memory.timeline, /*print=*/false);
 
@@ -241,27 +271,42 @@ int main(int argc, char** argv) {
     report.add_table(serving.table);
     const ServingRun& cont = serving.runs.back();
     report.add_table(timeline_table(cont), /*print=*/false);
-    report.add_plot({.name = "timeline", .table = "timeline", .x = "step", .y = {"running requests", "waiting requests"},
-                     .title = "Lab 04: continuous batching, requests per step", .xlabel = "step", .ylabel = "requests"});
-    report.add_plot({.name = "timeline_blocks", .table = "timeline", .x = "step", .y = {"tokens in step", "KV blocks used"},
-                     .title = "Lab 04: continuous batching, tokens and KV blocks per step", .xlabel = "step",
-                     .ylabel = "count", .logy = true});
-    report.add_plot({.name = "kv_memory", .table = "kv_memory_timeline", .x = "progress [%]", .y = memory.timeline.headers(1),
+    report.add_plot({.name = "timeline",
+                     .table = "timeline",
+                     .x = "step",
+                     .y = {"running requests", "waiting requests"},
+                     .title = "Lab 04: continuous batching, requests per step",
+                     .xlabel = "step",
+                     .ylabel = "requests"});
+    report.add_plot({.name = "timeline_blocks",
+                     .table = "timeline",
+                     .x = "step",
+                     .y = {"tokens in step", "KV blocks used"},
+                     .title = "Lab 04: continuous batching, tokens and KV blocks per step",
+                     .xlabel = "step",
+                     .ylabel = "count",
+                     .logy = true});
+    report.add_plot({.name = "kv_memory",
+                     .table = "kv_memory_timeline",
+                     .x = "progress [%]",
+                     .y = memory.timeline.headers(1),
                      .title = "Lab 04: share of the KV budget holding real tokens",
-                     .xlabel = "progress through the workload [%]", .ylabel = "real KV [% of budget]"});
+                     .xlabel = "progress through the workload [%]",
+                     .ylabel = "real KV [% of budget]"});
 
     const Table& s = serving.table;
     const double ratio = s.number(s.row_where("policy", "continuous"), "vs one at a time");
     const Table& mem = memory.table;
-    const long paged16 = mem.row_where("block [tokens]", 16LL), contiguous = mem.row_where("layout", "contiguous (reserve max_model_len)");
+    const long paged16 = mem.row_where("block [tokens]", 16LL),
+               contiguous = mem.row_where("layout", "contiguous (reserve max_model_len)");
     const auto most_running = [&](long row) { return static_cast<long long>(mem.number(row, "most running")); };
     std::ostringstream v;
     v << std::fixed << std::setprecision(1) << "paged blocks of 16 keep " << mem.number(paged16, "real of held [%]")
       << "% of held KV real vs " << mem.number(contiguous, "real of held [%]") << "% contiguous and run "
-      << most_running(paged16) << " requests at once vs " << most_running(contiguous)
-      << "; continuous batching serves " << ratio << "x the output tokens/s of one request at a time, with the same "
-      << "tokens; the scheduler takes " << std::setprecision(2) << s.number(s.row_where("policy", "continuous"), "scheduler [% of step]")
-      << "% of a step.";
+      << most_running(paged16) << " requests at once vs " << most_running(contiguous) << "; continuous batching serves "
+      << ratio << "x the output tokens/s of one request at a time, with the same "
+      << "tokens; the scheduler takes " << std::setprecision(2)
+      << s.number(s.row_where("policy", "continuous"), "scheduler [% of step]") << "% of a step.";
     report.verdict(v.str());
     report.save();
   });

@@ -18,9 +18,11 @@ using namespace servelab::lab;
 Table seed_example(int block_size) {
   const long capacity = 6200, a = 100, b = 1000, c = 5000, d = 1050;
   Table t{.name = "seed_example",
-          .title = "The KV cache article's example: A = 100, B = 1,000, C = 5,000 tokens in room for 6,200; B finishes; "
-                   "D needs 1,050",
-          .columns = {{"layout"}, {"free after B [tokens]"}, {"largest free run [tokens]"}, {"D needs [tokens]"}, {"D fits"}}};
+          .title =
+              "The KV cache article's example: A = 100, B = 1,000, C = 5,000 tokens in room for 6,200; B finishes; "
+              "D needs 1,050",
+          .columns = {
+              {"layout"}, {"free after B [tokens]"}, {"largest free run [tokens]"}, {"D needs [tokens]"}, {"D fits"}}};
   ContiguousAllocator line(capacity);
   line.allocate(a);
   const long b_at = *line.allocate(b);
@@ -31,9 +33,8 @@ Table seed_example(int block_size) {
   // Paged: blocks need not be adjacent, so any free blocks hold D.
   const auto blocks = [&](long tokens) { return (tokens + block_size - 1) / block_size; };
   const long total_blocks = capacity / block_size, free_blocks = total_blocks - blocks(a) - blocks(c);
-  t.add_row({"paged, block " + std::to_string(block_size), free_blocks * block_size,
-             free_blocks * block_size, blocks(d) * block_size,
-             std::string(blocks(d) <= free_blocks ? "yes" : "no")});
+  t.add_row({"paged, block " + std::to_string(block_size), free_blocks * block_size, free_blocks * block_size,
+             blocks(d) * block_size, std::string(blocks(d) <= free_blocks ? "yes" : "no")});
   t.note = "Contiguous: D needs one run of 1,050 free positions and the largest is B's old 1,000, though " +
            std::to_string(line.free_tokens()) + " are free. Paged: D takes " + std::to_string(blocks(d)) +
            " blocks wherever they are (its last block's unused tail is the only waste).";
@@ -45,12 +46,20 @@ KVMemory kv_memory(int memory_requests, int memory_max_model_len, int memory_seq
   KVMemory out;
   Table& memory = out.table;
   memory = {.name = "kv_memory",
-               .title = "Where the KV memory goes: " + std::to_string(memory_requests) +
-                        " ShareGPT-like requests, all at once, room for " + std::to_string(memory_seqs) +
-                        " requests of " + std::to_string(memory_max_model_len) + " tokens (dry run)",
-               .columns = {{"layout"}, {"block [tokens]"}, {"real of held [%]", 1}, {"real [%]", 1},
-                           {"reserved, unused [%]", 1}, {"last-block slack [%]", 1}, {"free [%]", 1},
-                           {"mean running", 1}, {"most running"}, {"preemptions"}, {"steps"}}};
+            .title = "Where the KV memory goes: " + std::to_string(memory_requests) +
+                     " ShareGPT-like requests, all at once, room for " + std::to_string(memory_seqs) + " requests of " +
+                     std::to_string(memory_max_model_len) + " tokens (dry run)",
+            .columns = {{"layout"},
+                        {"block [tokens]"},
+                        {"real of held [%]", 1},
+                        {"real [%]", 1},
+                        {"reserved, unused [%]", 1},
+                        {"last-block slack [%]", 1},
+                        {"free [%]", 1},
+                        {"mean running", 1},
+                        {"most running"},
+                        {"preemptions"},
+                        {"steps"}}};
   WorkloadSpec sharegpt;
   sharegpt.num_requests = memory_requests;
   sharegpt.prompt_len = sharegpt_prompt_lengths();
@@ -62,8 +71,9 @@ KVMemory kv_memory(int memory_requests, int memory_max_model_len, int memory_seq
                       std::min(r.max_tokens, memory_max_model_len - static_cast<int>(r.prompt_ids.size()))});
   const long budget_tokens = static_cast<long>(memory_seqs) * memory_max_model_len;
   Table& memory_timeline = out.timeline;
-  memory_timeline = {.name = "kv_memory_timeline", .title = "Real KV share of the budget through the dry run",
-                        .columns = {{"progress [%]"}}};
+  memory_timeline = {.name = "kv_memory_timeline",
+                     .title = "Real KV share of the budget through the dry run",
+                     .columns = {{"progress [%]"}}};
   std::vector<std::vector<double>> timelines;
   const SchedulerConfig roomy{SchedulingPolicy::CONTINUOUS, 1 << 20, 1 << 20};  // memory is the only limit here
   for (int bs : {memory_max_model_len, 256, 16, 1}) {
@@ -71,8 +81,8 @@ KVMemory kv_memory(int memory_requests, int memory_max_model_len, int memory_seq
     const DryRunResult dry = dry_run(shapes, roomy, static_cast<int>(budget_tokens / bs), bs, token_bytes);
     // Averaged over the steps where requests wait for room: the memory is the limit there.
     double real = 0, reserved = 0, slack = 0, free = 0, held_share = 0, running = 0, n = 0;
-    const bool any_wait = std::any_of(dry.steps.begin(), dry.steps.end(),
-                                      [](const KVMemoryUsage& u) { return u.num_waiting > 0; });
+    const bool any_wait =
+        std::any_of(dry.steps.begin(), dry.steps.end(), [](const KVMemoryUsage& u) { return u.num_waiting > 0; });
     for (const KVMemoryUsage& u : dry.steps) {
       if (any_wait && u.num_waiting == 0) continue;
       ++n;
@@ -101,10 +111,12 @@ KVMemory kv_memory(int memory_requests, int memory_max_model_len, int memory_seq
     for (const auto& line : timelines) row.push_back(line[static_cast<std::size_t>(p)]);
     memory_timeline.add_row(row);
   }
-  memory.note = "Shares of the whole budget, averaged over the steps where requests wait for room. Contiguous holds one max_model_len region per "
-                "request from admission; paged takes a block whenever a request crosses a block edge. 'Real of "
-                "held' is the share of allocated KV holding tokens (the PagedAttention paper's 20-38% for "
-                "pre-paging systems vs about 96% for vLLM).";
+  memory.note =
+      "Shares of the whole budget, averaged over the steps where requests wait for room. Contiguous holds one "
+      "max_model_len region per "
+      "request from admission; paged takes a block whenever a request crosses a block edge. 'Real of "
+      "held' is the share of allocated KV holding tokens (the PagedAttention paper's 20-38% for "
+      "pre-paging systems vs about 96% for vLLM).";
   return out;
 }
 

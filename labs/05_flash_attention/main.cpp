@@ -49,10 +49,11 @@ Table serving_check(Report& report, const LabOptions& o, const std::string& serv
   spec.output_len = parse_length_dist(o.quick ? "uniform:8:16" : "uniform:16:64", LengthRole::output, "output");
   spec.seed = o.seed;
   const auto workload = make_workload(spec, mc.vocab_size);
-  Table serving{.name = "serving",
-                .title = "Lab 04's serving run (continuous batching, paged KV, deterministic) with each attention, " +
-                         std::to_string(workload.size()) + " requests on " + mc.name,
-                .columns = {{"attention"}, {"output tok/s", 1}, {"TTFT p50 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"tokens hash"}}};
+  Table serving{
+      .name = "serving",
+      .title = "Lab 04's serving run (continuous batching, paged KV, deterministic) with each attention, " +
+               std::to_string(workload.size()) + " requests on " + mc.name,
+      .columns = {{"attention"}, {"output tok/s", 1}, {"TTFT p50 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"tokens hash"}}};
   base.engine.scheduler.max_num_seqs = 16;
   base.engine.scheduler.max_num_batched_tokens = 4096;
   base.engine.kv_cache_memory = static_cast<std::size_t>(16) * 600 * kv_cache_bytes_for(mc, 1, 1);
@@ -75,7 +76,6 @@ Table serving_check(Report& report, const LabOptions& o, const std::string& serv
   return serving;
 }
 
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
   auto* l_opt = app.add_option("--lengths", lengths, "prefill lengths L of the main table")->capture_default_str();
   auto* c_opt = app.add_option("--contexts", contexts, "decode contexts")->capture_default_str();
   auto* s_opt = app.add_option("--shapes-length", shapes_len, "L of the head-shape table")->capture_default_str();
-  app.add_option("--max-v0-length", max_v0_len, "longest L at which v0 (scalar loops) is timed; beyond it v0 checks the last 256 rows only")
+  app.add_option("--max-v0-length", max_v0_len,
+                 "longest L at which v0 (scalar loops) is timed; beyond it v0 checks the last 256 rows only")
       ->capture_default_str();
   auto* n_opt = app.add_option("--num-requests", num_requests, "requests of the serving check")->capture_default_str();
   app.add_option("--serving-preset", serving_preset, "model of the serving check")->capture_default_str();
@@ -107,62 +108,87 @@ int main(int argc, char** argv) {
     check(num_requests >= 1, "--num-requests must be >= 1, got ", num_requests);
     check(o.repeats >= 1, "--repeats must be >= 1, got ", o.repeats);
     check(o.threads >= 0, "--threads must be >= 0 (0 = all cores), got ", o.threads);
-    parse_attention_kind(o.attention, "--attention");  // the serving check runs both kinds; refuse a typo before printing
+    parse_attention_kind(o.attention,
+                         "--attention");  // the serving check runs both kinds; refuse a typo before printing
     const ModelConfig c = preset(o.preset);
     const AttentionShape shape{c.num_attention_heads, c.num_key_value_heads, c.head_dim};
     ThreadPool pool(o.threads), one(1);
     const double M = cpu_fast_memory_bytes();
 
     Report report("05_flash_attention", o.out);
-    report.setting("head shape", c.name + ": " + std::to_string(shape.num_heads) + " query heads, " +
-                                     std::to_string(shape.num_kv_heads) + " KV heads of " + std::to_string(shape.head_dim) +
-                                     " (one layer's attention, f32, random inputs in [-1, 1], seed " + std::to_string(o.seed) + ")");
+    report.setting("head shape",
+                   c.name + ": " + std::to_string(shape.num_heads) + " query heads, " +
+                       std::to_string(shape.num_kv_heads) + " KV heads of " + std::to_string(shape.head_dim) +
+                       " (one layer's attention, f32, random inputs in [-1, 1], seed " + std::to_string(o.seed) + ")");
     const auto machine = Report::machine_metadata();
-    report.setting("device", "cpu, " + machine["cpu"].get<std::string>() + ", " + std::to_string(pool.num_threads()) + " threads");
-    report.setting("fast memory", "M = " + human_bytes(M) + " (L2 per core), the M of the byte counts and the paper's forms");
+    report.setting(
+        "device", "cpu, " + machine["cpu"].get<std::string>() + ", " + std::to_string(pool.num_threads()) + " threads");
+    report.setting("fast memory",
+                   "M = " + human_bytes(M) + " (L2 per core), the M of the byte counts and the paper's forms");
     report.setting("tiles", "v2 query block 64; v3 query tile " + std::to_string(kFlashQueryTile) + " × key tile " +
                                 std::to_string(kFlashKeyTile) + "; v5 KV blocks of 16 tokens, shuffled");
-    report.setting("validation", "every version against v0 before timing, |v - v0| <= 1e-4 + 1e-4·|v0|; v0 itself timed up to L = " +
-                                     std::to_string(max_v0_len));
+    report.setting("validation",
+                   "every version against v0 before timing, |v - v0| <= 1e-4 + 1e-4·|v0|; v0 itself timed up to L = " +
+                       std::to_string(max_v0_len));
     report.setting("timing", std::to_string(o.warmup) + " warm-up + " + std::to_string(o.repeats) +
                                  " timed runs per point (decode: 10× as many), median shown");
     report.print_settings("Lab 05 — FlashAttention");
 
-    const Bench bench{.options = o, .shape = shape, .model_name = c.name, .fast = {&pool, false}, .alone = {&one, false},
+    const Bench bench{.options = o,
+                      .shape = shape,
+                      .model_name = c.name,
+                      .fast = {&pool, false},
+                      .alone = {&one, false},
                       .fast_memory = M};
     std::vector<std::string> failed;  // versions that failed validation, left out of the tables
     const Prefill pre = prefill_tables(bench, lengths, max_v0_len, failed);
     report.add_table(pre.table);
     report.add_table(pre.time, false);
     report.add_table(pre.bytes, false);
-    report.add_plot({.name = "prefill_time", .table = "prefill_time", .x = "L", .y = pre.time.headers(1),
-                     .title = "Lab 05: causal prefill time against L", .xlabel = "L [tokens]", .ylabel = "time [ms]",
+    report.add_plot({.name = "prefill_time",
+                     .table = "prefill_time",
+                     .x = "L",
+                     .y = pre.time.headers(1),
+                     .title = "Lab 05: causal prefill time against L",
+                     .xlabel = "L [tokens]",
+                     .ylabel = "time [ms]",
                      .logy = true});
-    report.add_plot({.name = "prefill_bytes", .table = "prefill_bytes", .x = "L", .y = pre.bytes.headers(1),
-                     .title = "Lab 05: bytes through main memory against L (counted)", .xlabel = "L [tokens]",
-                     .ylabel = "bytes [MiB]", .logy = true});
-
+    report.add_plot({.name = "prefill_bytes",
+                     .table = "prefill_bytes",
+                     .x = "L",
+                     .y = pre.bytes.headers(1),
+                     .title = "Lab 05: bytes through main memory against L (counted)",
+                     .xlabel = "L [tokens]",
+                     .ylabel = "bytes [MiB]",
+                     .logy = true});
 
     report.add_table(head_shapes(bench, shapes_len));
     const Decode dec = decode_tables(bench, contexts, failed);
     report.add_table(dec.table);
     report.add_table(dec.time, false);
-    report.add_plot({.name = "decode_time", .table = "decode_time", .x = "context", .y = dec.time.headers(1),
-                     .title = "Lab 05: decode attention time against the context", .xlabel = "context [tokens]",
-                     .ylabel = "time [us]", .logy = true});
-
+    report.add_plot({.name = "decode_time",
+                     .table = "decode_time",
+                     .x = "context",
+                     .y = dec.time.headers(1),
+                     .title = "Lab 05: decode attention time against the context",
+                     .xlabel = "context [tokens]",
+                     .ylabel = "time [us]",
+                     .logy = true});
 
     report.add_table(serving_check(report, o, serving_preset, num_requests));
 
-    if (!failed.empty()) std::cerr << "lab_05: " << failed.size() << " versions failed validation and were left out, first: " << failed.front() << "\n";
+    if (!failed.empty())
+      std::cerr << "lab_05: " << failed.size()
+                << " versions failed validation and were left out, first: " << failed.front() << "\n";
     std::ostringstream v;
     v << std::fixed << std::setprecision(2);
     if (pre.v3_4096_ms > 0 && pre.v1_4096_ms > 0)
-      v << "at L = 4,096 flash (v3) takes " << pre.v3_4096_ms / pre.v1_4096_ms << "x the time of standard attention (v1) and "
-        << pre.v3_4096_ms / pre.v2_4096_ms << "x blocked (v2), moving " << std::setprecision(1) << pre.bytes_ratio_4096
-        << "x fewer counted bytes than v1; ";
+      v << "at L = 4,096 flash (v3) takes " << pre.v3_4096_ms / pre.v1_4096_ms
+        << "x the time of standard attention (v1) and " << pre.v3_4096_ms / pre.v2_4096_ms << "x blocked (v2), moving "
+        << std::setprecision(1) << pre.bytes_ratio_4096 << "x fewer counted bytes than v1; ";
     v << std::setprecision(2) << "split-K decode at " << contexts.back() << " tokens runs " << dec.split_gain_longest
-      << "x one pass on one thread; " << (failed.empty() ? "every version matched v0" : std::to_string(failed.size()) + " versions failed validation")
+      << "x one pass on one thread; "
+      << (failed.empty() ? "every version matched v0" : std::to_string(failed.size()) + " versions failed validation")
       << " and lab 04's tokens are unchanged with flash on.";
     report.verdict(v.str());
     report.save();

@@ -25,7 +25,8 @@ using namespace servelab::lab;
 
 /// Lab 06's own flags, with their defaults (--quick shrinks those not given).
 struct Flags {
-  int decoders = 8, decode_len = 160, long_prompt = 2048, join_step = 24, num_long = 4, long_every = 32, block_size = 16;
+  int decoders = 8, decode_len = 160, long_prompt = 2048, join_step = 24, num_long = 4, long_every = 32,
+      block_size = 16;
   std::vector<int> budgets = {256, 512};
   std::vector<int> sweep = {512, 1024, 2048, 4096, 8192};
   int num_requests = 16;
@@ -53,7 +54,7 @@ inline LabConfig lab_config(bool chunked, const LabConfig& at, int budget) {
 
 /// Replays @p requests on a simulated engine; all arrive at their workload times.
 inline ServingMetrics simulate_serving(const SimulatedModel& sim, const EngineConfig& config,
-                                const std::vector<WorkloadRequest>& requests, const SLO& slo) {
+                                       const std::vector<WorkloadRequest>& requests, const SLO& slo) {
   Engine engine(sim, config);
   replay(engine, requests);
   return summarize_requests(engine.requests(), slo);
@@ -93,7 +94,7 @@ struct GpuScale {
   SimulatedGpu gpu;
   WorkloadSpec spec;  ///< the sweep's lengths, --gpu-requests at --gpu-rate
   LabConfig base{};
-  SLO slo{};  ///< the GPU's p99 limits (--gpu-slo-*): what capacity is measured against
+  SLO slo{};          ///< the GPU's p99 limits (--gpu-slo-*): what capacity is measured against
   SLO goodput_slo{};  ///< the sweep's SLO (--slo-*): what the goodput columns count
 
   EngineConfig config(bool chunked, int budget) const { return lab_config(chunked, base, budget).engine; }
@@ -123,7 +124,7 @@ Table gpu_simulated(const GpuScale& g, const Flags& f);
 /// Table 5 and the best chunked budget it found.
 struct Capacity {
   Table table{};
-  double best = 0;  ///< the best chunked capacity, req/s
+  double best = 0;      ///< the best chunked capacity, req/s
   int best_budget = 0;  ///< its budget
 };
 

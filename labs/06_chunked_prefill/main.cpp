@@ -30,34 +30,44 @@ namespace {
 
 // Lab 06's flags on @p app, over the defaults in @p f.
 void add_flags(CLI::App& app, Flags& f) {
-  app.add_option("--decoders", f.decoders, "head-of-line: requests decoding when the long prompt arrives")->capture_default_str();
+  app.add_option("--decoders", f.decoders, "head-of-line: requests decoding when the long prompt arrives")
+      ->capture_default_str();
   app.add_option("--decode-len", f.decode_len, "head-of-line: tokens each decoder generates")->capture_default_str();
-  app.add_option("--long-prompt", f.long_prompt, "head-of-line: tokens of the prompt that arrives")->capture_default_str();
+  app.add_option("--long-prompt", f.long_prompt, "head-of-line: tokens of the prompt that arrives")
+      ->capture_default_str();
   app.add_option("--join-step", f.join_step, "head-of-line: the step at which the first long prompt arrives")
       ->capture_default_str();
   app.add_option("--long-prompts", f.num_long, "head-of-line: long prompts that arrive, one every --long-every steps")
       ->capture_default_str();
-  app.add_option("--long-every", f.long_every, "head-of-line: steps between two long prompts' arrivals")->capture_default_str();
+  app.add_option("--long-every", f.long_every, "head-of-line: steps between two long prompts' arrivals")
+      ->capture_default_str();
   app.add_option("--budgets", f.budgets, "head-of-line: chunked budgets to compare with no chunking")
       ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--sweep", f.sweep, "budget sweep: max_num_batched_tokens values")->delimiter(',')->capture_default_str();
+  app.add_option("--sweep", f.sweep, "budget sweep: max_num_batched_tokens values")
+      ->delimiter(',')
+      ->capture_default_str();
   app.add_option("--num-requests", f.num_requests, "budget sweep: requests")->capture_default_str();
-  app.add_option("--prompt-len-dist", f.prompt_dist, "budget sweep: prompt lengths (workload.h forms)")->capture_default_str();
+  app.add_option("--prompt-len-dist", f.prompt_dist, "budget sweep: prompt lengths (workload.h forms)")
+      ->capture_default_str();
   app.add_option("--output-len-dist", f.output_dist, "budget sweep: output lengths")->capture_default_str();
   app.add_option("--arrival", f.arrivals, "budget sweep: all, poisson:RATE or trace:FILE")->capture_default_str();
   app.add_option("--slo-ttft-ms", f.slo_ttft_ms, "goodput: most TTFT a request may take, ms")->capture_default_str();
   app.add_option("--slo-tpot-ms", f.slo_tpot_ms, "goodput: most TPOT a request may take, ms")->capture_default_str();
   app.add_option("--block-size", f.block_size, "tokens per KV block")->capture_default_str();
-  app.add_option("--gpu-slo-ttft-ms", f.gpu_slo_ttft_ms, "simulated capacity: p99 TTFT limit, ms")->capture_default_str();
-  app.add_option("--gpu-slo-tpot-ms", f.gpu_slo_tpot_ms, "simulated capacity: p99 TPOT limit, ms")->capture_default_str();
+  app.add_option("--gpu-slo-ttft-ms", f.gpu_slo_ttft_ms, "simulated capacity: p99 TTFT limit, ms")
+      ->capture_default_str();
+  app.add_option("--gpu-slo-tpot-ms", f.gpu_slo_tpot_ms, "simulated capacity: p99 TPOT limit, ms")
+      ->capture_default_str();
   app.add_option("--gpu-model", f.gpu_model, "simulated part: model preset")->capture_default_str();
-  app.add_option("--gpu", f.gpu_name, "simulated part: hardware datasheet entry (perf/hardware.h)")->capture_default_str();
+  app.add_option("--gpu", f.gpu_name, "simulated part: hardware datasheet entry (perf/hardware.h)")
+      ->capture_default_str();
   app.add_option("--gpu-requests", f.gpu_requests, "simulated part: requests")->capture_default_str();
   app.add_option("--sim-speed-requests", f.sim_speed_requests, "simulated part: requests of the timed speed check")
       ->capture_default_str();
   app.add_option("--gpu-rate", f.gpu_rate, "simulated part: Poisson arrival rate, requests/s")->capture_default_str();
-  app.add_option("--gpu-overhead-ms", f.gpu_overhead_ms, "simulated part: fixed cost per step, ms")->capture_default_str();
+  app.add_option("--gpu-overhead-ms", f.gpu_overhead_ms, "simulated part: fixed cost per step, ms")
+      ->capture_default_str();
 }
 
 // --quick: smaller sizes for every flag not given.
@@ -128,8 +138,8 @@ int main(int argc, char** argv) {
     const ModelConfig& c = model->config();
     check(f.long_prompt + 16 <= c.max_position_embeddings, "--long-prompt ", f.long_prompt,
           " + 16 output tokens exceeds max_position_embeddings (", c.max_position_embeddings, ") of ", c.name);
-    check(32 + f.decode_len <= c.max_position_embeddings, "--decode-len ", f.decode_len, " + a 32-token prompt exceeds ",
-          "max_position_embeddings (", c.max_position_embeddings, ") of ", c.name);
+    check(32 + f.decode_len <= c.max_position_embeddings, "--decode-len ", f.decode_len,
+          " + a 32-token prompt exceeds ", "max_position_embeddings (", c.max_position_embeddings, ") of ", c.name);
     std::vector<WorkloadRequest> workload = make_workload(spec, c.vocab_size);
     clamp_to_context(workload, c.max_position_embeddings);
     // Lab 05's configuration (flash attention keeps long prompt chunks cheap) and lab 06's, over one base.
@@ -143,18 +153,22 @@ int main(int argc, char** argv) {
     report.setting("technique", "chunked prefill (Techniques::chunked_prefill) over lab 04's continuous batching");
     report.setting("head-of-line", std::to_string(f.decoders) + " requests decoding " + std::to_string(f.decode_len) +
                                        " tokens each; " + std::to_string(f.num_long) + " prompts of " +
-                                       std::to_string(f.long_prompt) + " tokens join at step " + std::to_string(f.join_step) +
-                                       " and every " + std::to_string(f.long_every) + " steps after");
-    report.setting("sweep workload", summarize_workload(workload).describe() + ", arrivals " + spec.arrivals.describe());
-    report.setting("SLO", "TTFT <= " + std::to_string(static_cast<int>(f.slo_ttft_ms)) + " ms, TPOT <= " +
-                              std::to_string(static_cast<int>(f.slo_tpot_ms)) + " ms (goodput counts requests meeting both)");
+                                       std::to_string(f.long_prompt) + " tokens join at step " +
+                                       std::to_string(f.join_step) + " and every " + std::to_string(f.long_every) +
+                                       " steps after");
+    report.setting("sweep workload",
+                   summarize_workload(workload).describe() + ", arrivals " + spec.arrivals.describe());
+    report.setting("SLO", "TTFT <= " + std::to_string(static_cast<int>(f.slo_ttft_ms)) +
+                              " ms, TPOT <= " + std::to_string(static_cast<int>(f.slo_tpot_ms)) +
+                              " ms (goodput counts requests meeting both)");
     report.print_settings("Lab 06 — chunked prefill");
 
     // Room for every request of either experiment at once: memory is not what this lab is about.
     long total_sweep = 0;
     for (const auto& r : workload) total_sweep += static_cast<long>(r.prompt_ids.size()) + r.max_tokens;
-    const long kv_tokens = std::max(static_cast<long>(f.decoders) * (32 + f.decode_len) + f.num_long * (f.long_prompt + 16L) + 64,
-                                    total_sweep + static_cast<long>(workload.size()) * f.block_size);
+    const long kv_tokens =
+        std::max(static_cast<long>(f.decoders) * (32 + f.decode_len) + f.num_long * (f.long_prompt + 16L) + 64,
+                 total_sweep + static_cast<long>(workload.size()) * f.block_size);
     base.engine.kv_cache_memory = kv_cache_bytes_for(c, 1, 1) * static_cast<std::size_t>(kv_tokens);
 
     Progress bar("serving", static_cast<long>(f.budgets.size() + 1) * (f.decoders * f.decode_len + 16) +
@@ -163,17 +177,26 @@ int main(int argc, char** argv) {
     const HeadOfLine hol = head_of_line(report, *model, base, f, bar, samples);
     report.add_table(hol.table);
     report.add_table(hol.steps, /*print=*/false);
-    report.add_plot({.name = "head_of_line", .table = "head_of_line_steps", .x = "step", .y = hol.steps.headers(1),
-                     .title = "Lab 06: step time when long prompts join the decodes", .xlabel = "step",
-                     .ylabel = "step time [ms]", .logy = true});
+    report.add_plot({.name = "head_of_line",
+                     .table = "head_of_line_steps",
+                     .x = "step",
+                     .y = hol.steps.headers(1),
+                     .title = "Lab 06: step time when long prompts join the decodes",
+                     .xlabel = "step",
+                     .ylabel = "step time [ms]",
+                     .logy = true});
 
     const SLO slo{f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3};
     std::vector<ServingMetrics> real_sweep;
     report.add_table(budget_sweep(*model, base, workload, f.sweep, slo, bar, samples, real_sweep));
-    report.add_plot({.name = "budget_sweep", .table = "budget_sweep", .x = "max_num_batched_tokens",
+    report.add_plot({.name = "budget_sweep",
+                     .table = "budget_sweep",
+                     .x = "max_num_batched_tokens",
                      .y = {"TTFT p50 [ms]", "TTFT p99 [ms]", "TPOT p99 [ms]", "ITL p99 [ms]"},
-                     .title = "Lab 06: the token budget trades TTFT against TPOT", .xlabel = "max_num_batched_tokens",
-                     .ylabel = "ms", .logy = true});
+                     .title = "Lab 06: the token budget trades TTFT against TPOT",
+                     .xlabel = "max_num_batched_tokens",
+                     .ylabel = "ms",
+                     .logy = true});
     report.add_table(calibration(*model, base, workload, f.sweep, slo, samples, real_sweep));
 
     const GpuScale g = gpu_scale(f, spec);
@@ -186,10 +209,15 @@ int main(int argc, char** argv) {
     report.add_table(rates.plot, /*print=*/false);
     const std::string chunked_name = budget_name(true, cap.best_budget), plain_name = budget_name(false, 0);
     for (const char* metric : {"TTFT", "TPOT"})
-      report.add_plot({.name = "rate_sweep_" + lowercase(metric), .table = "rate_sweep_plot", .x = "achieved [req/s]",
-                       .y = {plain_name + " " + metric + " p99", chunked_name + " " + metric + " p99", std::string(metric) + " SLO"},
+      report.add_plot({.name = "rate_sweep_" + lowercase(metric),
+                       .table = "rate_sweep_plot",
+                       .x = "achieved [req/s]",
+                       .y = {plain_name + " " + metric + " p99", chunked_name + " " + metric + " p99",
+                             std::string(metric) + " SLO"},
                        .title = "Lab 06 (simulated): " + std::string(metric) + " p99 against throughput",
-                       .xlabel = "achieved throughput [req/s]", .ylabel = "ms", .logy = true});
+                       .xlabel = "achieved throughput [req/s]",
+                       .ylabel = "ms",
+                       .logy = true});
     report.add_table(simulator_speed(g, f, cap.best_budget));
 
     const Table& h = hol.table;
@@ -197,7 +225,8 @@ int main(int argc, char** argv) {
     const double p99_without = h.number(0, "ITL p99 [ms]"), p99_with = h.number(-1, "ITL p99 [ms]");
     std::ostringstream v;
     v << std::fixed << std::setprecision(1) << f.long_prompt << "-token prompts stall the decodes for up to "
-      << stall_without << " ms without chunks and " << stall_with << " ms " << std::get<std::string>(h.cell(-1, "configuration"))
+      << stall_without << " ms without chunks and " << stall_with << " ms "
+      << std::get<std::string>(h.cell(-1, "configuration"))
       << "; the decoders' token-gap p99 (the prefill/decode article's TPOT p99) " << p99_without << " -> " << p99_with
       << " ms, with the same tokens.";
     report.verdict(v.str());

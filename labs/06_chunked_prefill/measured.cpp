@@ -26,14 +26,22 @@ HeadOfLine head_of_line(Report& report, Model& model, const LabConfig& base, con
   const ModelConfig& c = model.config();
   std::vector<std::pair<bool, int>> configs = {{false, f.long_prompt + f.decoders}};
   for (int b : f.budgets) configs.push_back({true, b});
-  HeadOfLine out{.table = {.name = "head_of_line",
-                           .title = std::to_string(f.num_long) + " prompts of " + std::to_string(f.long_prompt) +
-                                    " tokens join " + std::to_string(f.decoders) + " decoding requests",
-                           .columns = {{"configuration"}, {"ITL p50 [ms]", 2}, {"ITL p99 [ms]", 2}, {"longest stall [ms]", 1},
-                                       {"TPOT p50 [ms]", 2}, {"TPOT p99 [ms]", 2}, {"long prompts' TTFT p50 [ms]", 1},
-                                       {"steps with prefill"}, {"steps"}, {"tokens hash"}}},
-                 .steps = {.name = "head_of_line_steps", .title = "Step time around the long prompt's arrival",
-                           .columns = {{"step"}}}};
+  HeadOfLine out{
+      .table = {.name = "head_of_line",
+                .title = std::to_string(f.num_long) + " prompts of " + std::to_string(f.long_prompt) + " tokens join " +
+                         std::to_string(f.decoders) + " decoding requests",
+                .columns = {{"configuration"},
+                            {"ITL p50 [ms]", 2},
+                            {"ITL p99 [ms]", 2},
+                            {"longest stall [ms]", 1},
+                            {"TPOT p50 [ms]", 2},
+                            {"TPOT p99 [ms]", 2},
+                            {"long prompts' TTFT p50 [ms]", 1},
+                            {"steps with prefill"},
+                            {"steps"},
+                            {"tokens hash"}}},
+      .steps = {
+          .name = "head_of_line_steps", .title = "Step time around the long prompt's arrival", .columns = {{"step"}}}};
   Table& hol = out.table;
   std::vector<std::vector<double>> step_ms;
   std::string first_hash;
@@ -46,7 +54,8 @@ HeadOfLine head_of_line(Report& report, Model& model, const LabConfig& base, con
     std::vector<int> long_ids;
     // Arrivals keyed to steps, not seconds: the decoders meet each long prompt at the same point on any machine.
     const auto add_long = [&](int steps_run) {
-      if (steps_run >= f.join_step && (steps_run - f.join_step) % f.long_every == 0 && std::ssize(long_ids) < f.num_long)
+      if (steps_run >= f.join_step && (steps_run - f.join_step) % f.long_every == 0 &&
+          std::ssize(long_ids) < f.num_long)
         long_ids.push_back(engine.add_request(synthetic_prompt(f.long_prompt, c.vocab_size, 7 + long_ids.size()),
                                               SamplingParams{}, 16));
     };
@@ -54,12 +63,14 @@ HeadOfLine head_of_line(Report& report, Model& model, const LabConfig& base, con
       engine.add_request(synthetic_prompt(32, c.vocab_size, 100 + d), SamplingParams{}, f.decode_len);
     add_long(0);
     int steps_run = 0;
-    const ServedRun run = serve_workload(engine, {}, [&](Engine&, const StepStats&, std::span<const RequestOutput> outputs) {
-      bar.advance(static_cast<long>(outputs.size()));
-      add_long(++steps_run);
-    });
-    check(std::ssize(long_ids) == f.num_long, "lab 06: the decoders finished (", run.steps.size(), " steps) before all ",
-          f.num_long, " long prompts arrived; use a smaller --join-step or --long-every, or a larger --decode-len");
+    const ServedRun run =
+        serve_workload(engine, {}, [&](Engine&, const StepStats&, std::span<const RequestOutput> outputs) {
+          bar.advance(static_cast<long>(outputs.size()));
+          add_long(++steps_run);
+        });
+    check(std::ssize(long_ids) == f.num_long, "lab 06: the decoders finished (", run.steps.size(),
+          " steps) before all ", f.num_long,
+          " long prompts arrived; use a smaller --join-step or --long-every, or a larger --decode-len");
     // The decoders' latencies (the long prompts' own requests excluded).
     std::vector<double> tpot, itl, long_ttft;
     double stall = 0;
@@ -82,8 +93,8 @@ HeadOfLine head_of_line(Report& report, Model& model, const LabConfig& base, con
     step_ms.push_back(ms);
     const std::string hash = run.tokens_hash();
     if (first_hash.empty()) first_hash = hash;
-    check(hash == first_hash, "lab 06: ", budget_name(chunked, budget),
-          " gave other tokens than no chunking (hash ", hash, " vs ", first_hash, ")");
+    check(hash == first_hash, "lab 06: ", budget_name(chunked, budget), " gave other tokens than no chunking (hash ",
+          hash, " vs ", first_hash, ")");
     const Summary t = summarize(tpot), i = summarize(itl);
     hol.add_row({budget_name(chunked, budget), i.median, i.p99, stall, t.median, t.p99, summarize(long_ttft).median,
                  static_cast<long long>(prefill_steps), static_cast<long long>(run.steps.size()), hash});
@@ -96,10 +107,12 @@ HeadOfLine head_of_line(Report& report, Model& model, const LabConfig& base, con
     for (const auto& run : step_ms) row.push_back(s < run.size() ? Cell{run[s]} : Cell{std::string("")});
     out.steps.add_row(row);
   }
-  hol.note = "The decoders' latencies (the long prompts' own requests excluded). The prefill/decode article's 'TPOT p99' is the gap "
-             "between two tokens of a request that is already answering: vLLM calls that ITL, and keeps TPOT for "
-             "each request's mean gap. 'Longest stall' is the largest gap: the step that carried the most prompt. "
-             "Every configuration gave the same tokens (same hash).";
+  hol.note =
+      "The decoders' latencies (the long prompts' own requests excluded). The prefill/decode article's 'TPOT p99' is "
+      "the gap "
+      "between two tokens of a request that is already answering: vLLM calls that ITL, and keeps TPOT for "
+      "each request's mean gap. 'Longest stall' is the largest gap: the step that carried the most prompt. "
+      "Every configuration gave the same tokens (same hash).";
   return out;
 }
 
@@ -110,25 +123,37 @@ Table budget_sweep(Model& model, const LabConfig& base, const std::vector<Worklo
                    std::vector<ServingMetrics>& real_sweep) {
   Table budget{.name = "budget_sweep",
                .title = "Token budget sweep, chunked prefill (" + std::to_string(workload.size()) + " requests)",
-               .columns = {{"max_num_batched_tokens"}, {"TTFT p50 [ms]", 1}, {"TTFT p99 [ms]", 1}, {"TPOT p50 [ms]", 2},
-                           {"TPOT p99 [ms]", 2}, {"ITL p99 [ms]", 2}, {"output tok/s", 1}, {"requests/s", 2},
-                           {"goodput [req/s]", 2}, {"met SLO [%]", 1}, {"tokens hash"}}};
+               .columns = {{"max_num_batched_tokens"},
+                           {"TTFT p50 [ms]", 1},
+                           {"TTFT p99 [ms]", 1},
+                           {"TPOT p50 [ms]", 2},
+                           {"TPOT p99 [ms]", 2},
+                           {"ITL p99 [ms]", 2},
+                           {"output tok/s", 1},
+                           {"requests/s", 2},
+                           {"goodput [req/s]", 2},
+                           {"met SLO [%]", 1},
+                           {"tokens hash"}}};
   for (std::size_t bi = 0; bi < sweep.size(); ++bi) {
     const int b = sweep[bi];
     Engine engine(model, lab_config(true, base, b).engine);
-    const ServedRun run = serve_workload(engine, workload, [&](Engine&, const StepStats&, std::span<const RequestOutput> outputs) {
-      bar.advance(static_cast<long>(outputs.size()));
-    });
+    const ServedRun run =
+        serve_workload(engine, workload, [&](Engine&, const StepStats&, std::span<const RequestOutput> outputs) {
+          bar.advance(static_cast<long>(outputs.size()));
+        });
     // The first half of the budgets joins the fit; the rest is held out to test it.
-    for (const StepStats& st : run.steps) (2 * bi < sweep.size() ? samples.train : samples.held_out).push_back(timed_work(st));
+    for (const StepStats& st : run.steps)
+      (2 * bi < sweep.size() ? samples.train : samples.held_out).push_back(timed_work(st));
     const ServingMetrics m = summarize_requests(run.requests, slo);
     real_sweep.push_back(m);
     budget.add_row({static_cast<long long>(b), 1e3 * m.ttft.median, 1e3 * m.ttft.p99, 1e3 * m.tpot.median,
                     1e3 * m.tpot.p99, 1e3 * m.itl.p99, m.output_tokens_per_second, m.requests_per_second, m.goodput,
                     100.0 * m.num_meeting_slo / m.num_requests, run.tokens_hash()});
   }
-  budget.note = "The prefill/decode article's guide: 512-2,048 for a stable TPOT p99, 4,096-8,192 for TTFT, 8,192 and up for prefill "
-                "throughput (on a GPU). Every budget gives the same tokens.";
+  budget.note =
+      "The prefill/decode article's guide: 512-2,048 for a stable TPOT p99, 4,096-8,192 for TTFT, 8,192 and up for "
+      "prefill "
+      "throughput (on a GPU). Every budget gives the same tokens.";
   return budget;
 }
 
@@ -140,23 +165,29 @@ Table calibration(const Model& model, const LabConfig& base, const std::vector<W
   ThreadPool pool(model.num_threads());
   const MeasuredRoofs roofs = measure_roofs(pool);
   const double peak = roofs.peak_flops(), bandwidth = roofs.bandwidth();
-  const std::string busy = busy_machine_warning({roofs.flops, roofs.read});  // the roofs' own repeats: was the machine quiet?
+  const std::string busy =
+      busy_machine_warning({roofs.flops, roofs.read});  // the roofs' own repeats: was the machine quiet?
   const CostModel here = CostModel::calibrate("this CPU (calibrated)", peak, bandwidth, samples.train);
   std::vector<double> step_error;
-  for (const auto& [work, seconds] : samples.held_out) step_error.push_back(100.0 * std::abs(here.predict(work) - seconds) / seconds);
+  for (const auto& [work, seconds] : samples.held_out)
+    step_error.push_back(100.0 * std::abs(here.predict(work) - seconds) / seconds);
   const Summary err = summarize(step_error);
   Table calib{.name = "calibration",
               .title = "The simulator checked against this machine: the sweep replayed on the calibrated cost model",
-              .columns = {{"max_num_batched_tokens"}, {"steps used for"}, {"TTFT p50 real [ms]", 1},
-                          {"TTFT p50 simulated [ms]", 1}, {"TPOT p99 real [ms]", 2}, {"TPOT p99 simulated [ms]", 2},
+              .columns = {{"max_num_batched_tokens"},
+                          {"steps used for"},
+                          {"TTFT p50 real [ms]", 1},
+                          {"TTFT p50 simulated [ms]", 1},
+                          {"TPOT p99 real [ms]", 2},
+                          {"TPOT p99 simulated [ms]", 2},
                           {"TPOT p99 error [%]", 1}}};
   const SimulatedModel cpu_sim{model.config(), here, StepDtypes{model.options().weight_dtype, DType::F32, DType::F32}};
   for (std::size_t i = 0; i < sweep.size(); ++i) {
     const ServingMetrics m = simulate_serving(cpu_sim, lab_config(true, base, sweep[i]).engine, workload, slo);
     const ServingMetrics& r = real_sweep[i];
     calib.add_row({static_cast<long long>(sweep[i]), std::string(2 * i < sweep.size() ? "fit" : "held out"),
-                   1e3 * r.ttft.median, 1e3 * m.ttft.median, 1e3 * r.tpot.p99,
-                   1e3 * m.tpot.p99, 100.0 * (m.tpot.p99 - r.tpot.p99) / r.tpot.p99});
+                   1e3 * r.ttft.median, 1e3 * m.ttft.median, 1e3 * r.tpot.p99, 1e3 * m.tpot.p99,
+                   100.0 * (m.tpot.p99 - r.tpot.p99) / r.tpot.p99});
   }
   std::ostringstream cn;
   cn << std::fixed << std::setprecision(2) << "Cost model fitted to " << samples.train.size()

@@ -11,7 +11,8 @@
 namespace servelab::lab06 {
 
 GpuScale gpu_scale(const Flags& f, const WorkloadSpec& spec) {
-  GpuScale g{.gpu = simulated_gpu(f.gpu_model, f.gpu_name, f.gpu_overhead_ms, "--gpu-model"), .spec = spec,
+  GpuScale g{.gpu = simulated_gpu(f.gpu_model, f.gpu_name, f.gpu_overhead_ms, "--gpu-model"),
+             .spec = spec,
              .slo = {f.gpu_slo_ttft_ms / 1e3, f.gpu_slo_tpot_ms / 1e3},
              .goodput_slo = {f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3}};
   g.spec.num_requests = f.gpu_requests;
@@ -38,28 +39,37 @@ Table gpu_simulated(const GpuScale& g, const Flags& f) {
   Table gpu_table{.name = "gpu_simulated",
                   .title = "Simulated: " + m_config.name + " (bf16) on " + g.gpu.model.cost.label + ", " +
                            std::to_string(f.gpu_requests) + " requests at " + plain_number(f.gpu_rate) + " req/s",
-                  .columns = {{"configuration"}, {"TTFT p50 [ms]", 1}, {"TTFT p99 [ms]", 1}, {"TPOT p50 [ms]", 2},
-                              {"TPOT p99 [ms]", 2}, {"ITL p99 [ms]", 2}, {"output tok/s"}, {"goodput [req/s]", 2}}};
+                  .columns = {{"configuration"},
+                              {"TTFT p50 [ms]", 1},
+                              {"TTFT p99 [ms]", 1},
+                              {"TPOT p50 [ms]", 2},
+                              {"TPOT p99 [ms]", 2},
+                              {"ITL p99 [ms]", 2},
+                              {"output tok/s"},
+                              {"goodput [req/s]", 2}}};
   const std::vector<WorkloadRequest> gpu_workload = make_workload(g.spec, m_config.vocab_size);
   for (const auto& [chunked, b] : gpu_configs(f.sweep)) {
     const ServingMetrics m = g.simulate(g.config(chunked, b), gpu_workload);
     gpu_table.add_row({budget_name(chunked, b) + " (simulated)", 1e3 * m.ttft.median, 1e3 * m.ttft.p99,
                        1e3 * m.tpot.median, 1e3 * m.tpot.p99, 1e3 * m.itl.p99, m.output_tokens_per_second, m.goodput});
   }
-  gpu_table.note = "Simulated: the engine's scheduler on a clock advanced by the roofline of the datasheet (no kernel "
-                   "inefficiency) plus " + plain_number(f.gpu_overhead_ms) + " ms per step; goodput under the same SLO.";
+  gpu_table.note =
+      "Simulated: the engine's scheduler on a clock advanced by the roofline of the datasheet (no kernel "
+      "inefficiency) plus " +
+      plain_number(f.gpu_overhead_ms) + " ms per step; goodput under the same SLO.";
   return gpu_table;
 }
 
 // 5. Capacity: the highest Poisson rate whose p99 TTFT and TPOT meet the GPU SLO, by bisection (as Sarathi-Serve
 //    and Vidur find it): the number chunked prefill is judged by.
 Capacity capacity(const GpuScale& g, const Flags& f) {
-  Capacity out{.table = {.name = "capacity",
-                         .title = "Simulated capacity: the highest request rate meeting p99 TTFT <= " +
-                                  plain_number(f.gpu_slo_ttft_ms) + " ms and p99 TPOT <= " + plain_number(f.gpu_slo_tpot_ms) +
-                                  " ms (" + g.gpu.model.config.name + " on " + f.gpu_name + ")",
-                         .columns = {{"configuration"}, {"capacity [req/s]", 1}, {"vs no chunking", 2}}},
-               .best_budget = f.sweep.front()};
+  Capacity out{
+      .table = {.name = "capacity",
+                .title = "Simulated capacity: the highest request rate meeting p99 TTFT <= " +
+                         plain_number(f.gpu_slo_ttft_ms) + " ms and p99 TPOT <= " + plain_number(f.gpu_slo_tpot_ms) +
+                         " ms (" + g.gpu.model.config.name + " on " + f.gpu_name + ")",
+                .columns = {{"configuration"}, {"capacity [req/s]", 1}, {"vs no chunking", 2}}},
+      .best_budget = f.sweep.front()};
   double base_capacity = 0;
   for (const auto& [chunked, b] : gpu_configs(f.sweep)) {
     const EngineConfig e = g.config(chunked, b);
@@ -78,9 +88,10 @@ Capacity capacity(const GpuScale& g, const Flags& f) {
     if (chunked && lo > out.best) out.best = lo, out.best_budget = b;
     out.table.add_row({budget_name(chunked, b) + " (simulated)", lo, base_capacity > 0 ? lo / base_capacity : 0.0});
   }
-  out.table.note = "Sarathi-Serve (Agrawal et al., OSDI 2024) reports 2.6x higher capacity for Mistral-7B on one A100 "
-                   "and up to 3.7x for Yi-34B on two, under strict TBT (TPOT) SLOs. Bisection between 0 and the policy's "
-                   "saturation throughput; a 0 means no rate met the SLO.";
+  out.table.note =
+      "Sarathi-Serve (Agrawal et al., OSDI 2024) reports 2.6x higher capacity for Mistral-7B on one A100 "
+      "and up to 3.7x for Yi-34B on two, under strict TBT (TPOT) SLOs. Bisection between 0 and the policy's "
+      "saturation throughput; a 0 means no rate met the SLO.";
   return out;
 }
 
@@ -90,13 +101,23 @@ RateSweep rate_sweep(const GpuScale& g, const Flags& f, const Capacity& cap) {
   const std::string chunked_name = budget_name(true, cap.best_budget), plain_name = budget_name(false, 0);
   const std::string& model_name = g.gpu.model.config.name;
   RateSweep out{.table = {.name = "rate_sweep",
-                          .title = "Simulated rate sweep: p99 TTFT and TPOT against achieved throughput (" + model_name +
-                                   " on " + f.gpu_name + ")",
-                          .columns = {{"configuration"}, {"offered [req/s]", 2}, {"achieved [req/s]", 2},
-                                      {"TTFT p99 [ms]", 1}, {"TPOT p99 [ms]", 2}, {"goodput [req/s]", 2}, {"meets SLO"}}},
-                .plot = {.name = "rate_sweep_plot", .title = "The rate sweep, one column per line drawn",
-                         .columns = {{"achieved [req/s]", 2}, {plain_name + " TTFT p99", 1}, {chunked_name + " TTFT p99", 1},
-                                     {"TTFT SLO", 1}, {plain_name + " TPOT p99", 2}, {chunked_name + " TPOT p99", 2},
+                          .title = "Simulated rate sweep: p99 TTFT and TPOT against achieved throughput (" +
+                                   model_name + " on " + f.gpu_name + ")",
+                          .columns = {{"configuration"},
+                                      {"offered [req/s]", 2},
+                                      {"achieved [req/s]", 2},
+                                      {"TTFT p99 [ms]", 1},
+                                      {"TPOT p99 [ms]", 2},
+                                      {"goodput [req/s]", 2},
+                                      {"meets SLO"}}},
+                .plot = {.name = "rate_sweep_plot",
+                         .title = "The rate sweep, one column per line drawn",
+                         .columns = {{"achieved [req/s]", 2},
+                                     {plain_name + " TTFT p99", 1},
+                                     {chunked_name + " TTFT p99", 1},
+                                     {"TTFT SLO", 1},
+                                     {plain_name + " TPOT p99", 2},
+                                     {chunked_name + " TPOT p99", 2},
                                      {"TPOT SLO", 2}}}};
   const double scale = cap.best > 0 ? cap.best : f.gpu_rate;
   for (const auto& [chunked, b] : {std::pair{false, 16384}, std::pair{true, cap.best_budget}}) {
@@ -107,13 +128,15 @@ RateSweep rate_sweep(const GpuScale& g, const Flags& f, const Capacity& cap) {
                          1e3 * m.tpot.p99, m.goodput, std::string(ok ? "yes" : "no")});
       const Cell none = std::string("");
       out.plot.add_row({m.requests_per_second, chunked ? none : Cell{1e3 * m.ttft.p99},
-                        chunked ? Cell{1e3 * m.ttft.p99} : none, f.gpu_slo_ttft_ms, chunked ? none : Cell{1e3 * m.tpot.p99},
-                        chunked ? Cell{1e3 * m.tpot.p99} : none, f.gpu_slo_tpot_ms});
+                        chunked ? Cell{1e3 * m.ttft.p99} : none, f.gpu_slo_ttft_ms,
+                        chunked ? none : Cell{1e3 * m.tpot.p99}, chunked ? Cell{1e3 * m.tpot.p99} : none,
+                        f.gpu_slo_tpot_ms});
     }
   }
-  out.table.note = "Offered rates are fractions of the best chunked capacity above; 'meets SLO' is p99 TTFT and p99 TPOT "
-                   "both within the limits. Past capacity the queue grows for as long as requests keep coming, so the "
-                   "TTFT p99 of a longer run would be larger still.";
+  out.table.note =
+      "Offered rates are fractions of the best chunked capacity above; 'meets SLO' is p99 TTFT and p99 TPOT "
+      "both within the limits. Past capacity the queue grows for as long as requests keep coming, so the "
+      "TTFT p99 of a longer run would be larger still.";
   return out;
 }
 
@@ -125,9 +148,11 @@ Table simulator_speed(const GpuScale& g, const Flags& f, int best_budget) {
   const double t0 = now_seconds();
   const ServingMetrics big_run = g.simulate(g.config(true, best_budget), big_workload);
   const double sim_wall = now_seconds() - t0;
-  Table speed{.name = "simulator_speed", .title = "The simulator's own speed (wall clock here)",
+  Table speed{.name = "simulator_speed",
+              .title = "The simulator's own speed (wall clock here)",
               .columns = {{"requests"}, {"simulated serving [s]", 1}, {"wall time [s]", 2}, {"simulated / wall"}}};
-  speed.add_row({static_cast<long long>(f.sim_speed_requests), big_run.duration, sim_wall, big_run.duration / sim_wall});
+  speed.add_row(
+      {static_cast<long long>(f.sim_speed_requests), big_run.duration, sim_wall, big_run.duration / sim_wall});
   speed.note = "One sweep point of " + budget_name(true, best_budget) + " at " + plain_number(f.gpu_rate) +
                " req/s. The issue's bar: 10,000 requests in under 2 s.";
   return speed;

@@ -68,20 +68,21 @@ Transfers measured_transfers(const LabOptions& o, const Flags& f, const ModelCon
 /// Table (c) and what the simulator check (d) replays and compares with.
 struct RealServing {
   Table table{};
-  std::vector<std::pair<Work, double>> steps{};  ///< the colocated steps: the simulator's calibration data
+  std::vector<std::pair<Work, double>> steps{};           ///< the colocated steps: the simulator's calibration data
   std::vector<std::vector<WorkloadRequest>> workloads{};  ///< per pattern, for the simulator check
-  std::vector<std::array<ServingMetrics, 2>> real{};  ///< per pattern: colocated, 1P1D
-  std::vector<double> control_seconds{};  ///< per pattern: the ZeroMQ hops in a lone request's TTFT
-  long same_tokens = 0, compared = 0;  ///< requests whose 1P1D tokens are the colocated engine's
-  EngineConfig colocated_config{};  ///< lab 06's rung, silent
-  DType weight_dtype = DType::F32;  ///< the colocated model's
+  std::vector<std::array<ServingMetrics, 2>> real{};      ///< per pattern: colocated, 1P1D
+  std::vector<double> control_seconds{};                  ///< per pattern: the ZeroMQ hops in a lone request's TTFT
+  long same_tokens = 0, compared = 0;                     ///< requests whose 1P1D tokens are the colocated engine's
+  EngineConfig colocated_config{};                        ///< lab 06's rung, silent
+  DType weight_dtype = DType::F32;                        ///< the colocated model's
 };
 
 /// (c) Colocated (lab 06: chunked prefill, continuous batching) vs disaggregated 1P1D on the request patterns
 /// of the prefill/decode article's strategy table, lengths scaled down to this machine: lab 06's rung and
 /// lab 07's on the same workloads and the same cores in total, TTFT/TPOT and goodput under an SLO.
 RealServing colocated_vs_disaggregated(Report& report, const LabOptions& o, const Flags& f, const ModelConfig& c,
-                                       int threads, const PatternLengths& lengths, const std::vector<Pattern>& patterns);
+                                       int threads, const PatternLengths& lengths,
+                                       const std::vector<Pattern>& patterns);
 
 /// Table (d) and its error, which table (e)'s note quotes.
 struct SimulatorCheck {

@@ -33,24 +33,47 @@ namespace {
 
 // Lab 07's flags on @p app, over the defaults in @p f.
 void add_flags(CLI::App& app, Flags& f) {
-  app.add_option("--servelab", f.exe, "the servelab executable that runs the router and workers")->capture_default_str();
-  app.add_option("--prompt-len", f.prompt_len, "prompt tokens of the measured transfers")->check(CLI::Range(1, 8192))->capture_default_str();
-  app.add_option("--requests", f.num_requests, "requests of the serving comparison")->check(CLI::Range(1, 10000))->capture_default_str();
-  app.add_option("--rate", f.rate, "Poisson arrival rate of the serving comparison, requests/s")->check(CLI::Range(0.01, 1e4))->capture_default_str();
-  app.add_option("--slo-ttft-ms", f.slo_ttft_ms, "goodput's TTFT limit")->check(CLI::Range(1e-3, 1e7))->capture_default_str();
-  app.add_option("--slo-tpot-ms", f.slo_tpot_ms, "goodput's TPOT limit")->check(CLI::Range(1e-3, 1e7))->capture_default_str();
+  app.add_option("--servelab", f.exe, "the servelab executable that runs the router and workers")
+      ->capture_default_str();
+  app.add_option("--prompt-len", f.prompt_len, "prompt tokens of the measured transfers")
+      ->check(CLI::Range(1, 8192))
+      ->capture_default_str();
+  app.add_option("--requests", f.num_requests, "requests of the serving comparison")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  app.add_option("--rate", f.rate, "Poisson arrival rate of the serving comparison, requests/s")
+      ->check(CLI::Range(0.01, 1e4))
+      ->capture_default_str();
+  app.add_option("--slo-ttft-ms", f.slo_ttft_ms, "goodput's TTFT limit")
+      ->check(CLI::Range(1e-3, 1e7))
+      ->capture_default_str();
+  app.add_option("--slo-tpot-ms", f.slo_tpot_ms, "goodput's TPOT limit")
+      ->check(CLI::Range(1e-3, 1e7))
+      ->capture_default_str();
   app.add_option("--sim-model", f.sim_model, "simulated rows: model preset")->capture_default_str();
   app.add_option("--sim-gpu", f.sim_gpu, "simulated rows: hardware datasheet entry (perf/hardware.h), one per instance")
       ->capture_default_str();
-  app.add_option("--sim-link", f.sim_link, "simulated rows: the link each prefill instance sends KV over")->capture_default_str();
-  app.add_option("--sim-requests", f.sim_requests, "simulated rows: requests per GPU")->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--sim-link", f.sim_link, "simulated rows: the link each prefill instance sends KV over")
+      ->capture_default_str();
+  app.add_option("--sim-requests", f.sim_requests, "simulated rows: requests per GPU")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   app.add_option("--sim-budget", f.sim_budget, "simulated rows: colocated instances' max_num_batched_tokens (chunked)")
-      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  app.add_option("--sim-load", f.sim_load, "simulated rows: offered load per GPU, a fraction of one colocated GPU's saturation throughput")
-      ->check(CLI::Range(0.01, 10.0))->capture_default_str();
-  app.add_option("--sim-overhead-ms", f.sim_overhead_ms, "simulated rows: fixed cost per step, ms")->check(CLI::Range(0.0, 1e4))->capture_default_str();
-  app.add_option("--sim-slo-ttft-ms", f.sim_slo_ttft_ms, "simulated rows: goodput's TTFT limit")->check(CLI::Range(1e-3, 1e7))->capture_default_str();
-  app.add_option("--sim-slo-tpot-ms", f.sim_slo_tpot_ms, "simulated rows: goodput's TPOT limit")->check(CLI::Range(1e-3, 1e7))->capture_default_str();
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--sim-load", f.sim_load,
+                 "simulated rows: offered load per GPU, a fraction of one colocated GPU's saturation throughput")
+      ->check(CLI::Range(0.01, 10.0))
+      ->capture_default_str();
+  app.add_option("--sim-overhead-ms", f.sim_overhead_ms, "simulated rows: fixed cost per step, ms")
+      ->check(CLI::Range(0.0, 1e4))
+      ->capture_default_str();
+  app.add_option("--sim-slo-ttft-ms", f.sim_slo_ttft_ms, "simulated rows: goodput's TTFT limit")
+      ->check(CLI::Range(1e-3, 1e7))
+      ->capture_default_str();
+  app.add_option("--sim-slo-tpot-ms", f.sim_slo_tpot_ms, "simulated rows: goodput's TPOT limit")
+      ->check(CLI::Range(1e-3, 1e7))
+      ->capture_default_str();
 }
 
 // (a) What moves, computed: 2 * layers * kv_heads * head_dim * tokens * 2 bytes (bf16), and how long each named
@@ -65,7 +88,8 @@ Table kv_bytes_table() {
   for (const char* name : {"qwen2.5-0.5b", "llama-3-8b", "llama-3-70b"})
     for (int tokens : {512, 2048, 8192}) {
       const double bytes = kv_bytes_per_token(preset(name), 2) * tokens;
-      std::vector<Cell> row{std::string(name), static_cast<long long>(tokens), static_cast<long long>(bytes), human_bytes(bytes)};
+      std::vector<Cell> row{std::string(name), static_cast<long long>(tokens), static_cast<long long>(bytes),
+                            human_bytes(bytes)};
       for (const Link& l : named_links())
         if (l.bytes_per_second > 0) row.push_back(bytes / l.bytes_per_second * 1e3);
       a.add_row(row);
@@ -121,7 +145,8 @@ int main(int argc, char** argv) {
     const RealServing real = colocated_vs_disaggregated(report, o, f, c, threads, pattern_lengths(o.quick), patterns);
     report.add_table(real.table);
     const SLO slo{f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3};
-    const SimulatorCheck check = simulator_check(o, c, threads, real, patterns, transfers.sm_write_bytes_per_second, slo);
+    const SimulatorCheck check =
+        simulator_check(o, c, threads, real, patterns, transfers.sm_write_bytes_per_second, slo);
     report.add_table(check.table);
     const Fleets fleets = simulated_fleets(o, f, gpu_link, check.error);
     report.add_table(fleets.table);
@@ -134,11 +159,12 @@ int main(int argc, char** argv) {
         real.same_tokens == real.compared
             ? "1P1D gave the colocated engine's tokens for all " + std::to_string(real.compared) + " requests of (c)"
             : "1P1D gave the colocated engine's tokens for " + std::to_string(real.same_tokens) + " of " +
-                  std::to_string(real.compared) + " requests of (c) (the rest differ after a near-tie: the two sides' "
+                  std::to_string(real.compared) +
+                  " requests of (c) (the rest differ after a near-tie: the two sides' "
                   "reductions run on other thread counts and batch shapes, and are not batch-invariant)";
-    report.verdict("KV moved between separate processes with checksums equal on both sides; " + tokens +
-                   "; see (c) for what the split bought here. Simulated at Llama-3-8B scale, best goodput per GPU: " +
-                   best + ".");
+    report.verdict(
+        "KV moved between separate processes with checksums equal on both sides; " + tokens +
+        "; see (c) for what the split bought here. Simulated at Llama-3-8B scale, best goodput per GPU: " + best + ".");
     report.save();
   });
 }

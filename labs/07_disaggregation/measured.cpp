@@ -40,16 +40,34 @@ struct Cluster {
     const std::vector<std::pair<std::string, std::string>> env{{"UCX_TLS", tls},
                                                                {"UCX_NET_DEVICES", tls == "tcp" ? "lo" : "all"}};
     for (const char* role : {"prefill", "decode"}) {
-      std::vector<std::string> argv{exe, "worker", "--role", role, "--router", endpoint, "--threads",
-                                    std::to_string(threads), "--kv-transfer", mode, "--link", link,
-                                    "--weights-seed", std::to_string(o.seed), "--num-blocks", "2048", "--dtype", o.dtype};
+      std::vector<std::string> argv{exe,
+                                    "worker",
+                                    "--role",
+                                    role,
+                                    "--router",
+                                    endpoint,
+                                    "--threads",
+                                    std::to_string(threads),
+                                    "--kv-transfer",
+                                    mode,
+                                    "--link",
+                                    link,
+                                    "--weights-seed",
+                                    std::to_string(o.seed),
+                                    "--num-blocks",
+                                    "2048",
+                                    "--dtype",
+                                    o.dtype};
       argv.insert(argv.end(), engine_flags.begin(), engine_flags.end());
       if (layerwise) argv.push_back("--layerwise");
-      if (o.model_dir.empty()) argv.insert(argv.end(), {"--preset", o.preset});
-      else argv.insert(argv.end(), {"--model", o.model_dir});
+      if (o.model_dir.empty())
+        argv.insert(argv.end(), {"--preset", o.preset});
+      else
+        argv.insert(argv.end(), {"--model", o.model_dir});
       workers.push_back(std::make_unique<ChildProcess>(argv, env));
     }
-    wait_for_workers(endpoint, 1, 1, kTimeout);  // both have loaded their weights and registered: nothing timed waits for them
+    wait_for_workers(endpoint, 1, 1,
+                     kTimeout);  // both have loaded their weights and registered: nothing timed waits for them
   }
   ~Cluster() {
     shutdown_router(endpoint);
@@ -76,7 +94,8 @@ std::vector<std::unique_ptr<Request>> as_requests(const std::vector<ClientReques
     auto r = std::make_unique<Request>(static_cast<int>(i), sent[i].prompt, SamplingParams{}, sent[i].max_tokens,
                                        std::vector<std::int32_t>{}, got[i].times.arrival);
     r->times.first_scheduled = got[i].times.first_scheduled;
-    for (std::size_t t = 0; t < got[i].tokens.size(); ++t) r->append_output_token(got[i].tokens[t], got[i].times.token_times[t]);
+    for (std::size_t t = 0; t < got[i].tokens.size(); ++t)
+      r->append_output_token(got[i].tokens[t], got[i].times.token_times[t]);
     out.push_back(std::move(r));
   }
   return out;
@@ -84,28 +103,36 @@ std::vector<std::unique_ptr<Request>> as_requests(const std::vector<ClientReques
 
 // Serves @p sent on @p cluster (1P1D): a lone warm-up first, whose TTFT less its prefill and transfer is the
 // control plane's share (appended to @p control_seconds), then the whole workload.
-std::vector<std::unique_ptr<Request>> serve_disaggregated(const Cluster& cluster, const std::vector<ClientRequest>& sent,
+std::vector<std::unique_ptr<Request>> serve_disaggregated(const Cluster& cluster,
+                                                          const std::vector<ClientRequest>& sent,
                                                           std::vector<double>& control_seconds) {
   const ClientResult warm = run_client(cluster.endpoint, std::span(sent).first(1), kTimeout).at(0);
   check(warm.error.empty() && !warm.times.token_times.empty(), "disaggregated warm-up failed: ", warm.error);
-  control_seconds.push_back(warm.times.token_times[0] - warm.times.arrival -
-                            (warm.accounting.at("prefill_ms").get<double>() + warm.accounting.at("transfer_ms").get<double>()) / 1e3);
+  control_seconds.push_back(
+      warm.times.token_times[0] - warm.times.arrival -
+      (warm.accounting.at("prefill_ms").get<double>() + warm.accounting.at("transfer_ms").get<double>()) / 1e3);
   return as_requests(sent, run_client(cluster.endpoint, sent, kTimeout));
 }
 
 }  // namespace
 
 PatternLengths pattern_lengths(bool quick) {
-  return {.s_prompt = quick ? 32 : 96, .l_prompt = quick ? 192 : 1024, .s_out = quick ? 4 : 16, .l_out = quick ? 8 : 128};
+  return {
+      .s_prompt = quick ? 32 : 96, .l_prompt = quick ? 192 : 1024, .s_out = quick ? 4 : 16, .l_out = quick ? 8 : 128};
 }
 
 std::vector<Pattern> patterns_of(const PatternLengths& n) {
   return {
-      {"short prompt, short output", "continuous batching", LengthDist::uniform(n.s_prompt / 2, n.s_prompt), LengthDist::fixed(n.s_out)},
-      {"short prompt, long output", "chunked prefill", LengthDist::uniform(n.s_prompt / 2, n.s_prompt), LengthDist::fixed(n.l_out)},
-      {"long prompt, short output", "disaggregated, more prefill", LengthDist::uniform(n.l_prompt / 2, n.l_prompt), LengthDist::fixed(n.s_out)},
-      {"long prompt, long output", "disaggregated, even split", LengthDist::uniform(n.l_prompt / 2, n.l_prompt), LengthDist::fixed(n.l_out)},
-      {"mixed", "chunked prefill, then disaggregated", LengthDist::uniform(n.s_prompt / 2, n.l_prompt), LengthDist::uniform(n.s_out, n.l_out)},
+      {"short prompt, short output", "continuous batching", LengthDist::uniform(n.s_prompt / 2, n.s_prompt),
+       LengthDist::fixed(n.s_out)},
+      {"short prompt, long output", "chunked prefill", LengthDist::uniform(n.s_prompt / 2, n.s_prompt),
+       LengthDist::fixed(n.l_out)},
+      {"long prompt, short output", "disaggregated, more prefill", LengthDist::uniform(n.l_prompt / 2, n.l_prompt),
+       LengthDist::fixed(n.s_out)},
+      {"long prompt, long output", "disaggregated, even split", LengthDist::uniform(n.l_prompt / 2, n.l_prompt),
+       LengthDist::fixed(n.l_out)},
+      {"mixed", "chunked prefill, then disaggregated", LengthDist::uniform(n.s_prompt / 2, n.l_prompt),
+       LengthDist::uniform(n.s_out, n.l_out)},
   };
 }
 
@@ -117,9 +144,13 @@ Transfers measured_transfers(const LabOptions& o, const Flags& f, const ModelCon
   b.name = "measured_transfers";
   b.title = "(b) Measured KV transfers, " + std::to_string(f.prompt_len) +
             "-token prompts, median of the requests (this machine, loopback)";
-  b.columns = {{"UCX_TLS"}, {"mode"}, {"KV sent"}, {"link"}, {"bytes"}, {"descriptors"}, {"coalesced"},
-               {"transfer [ms]", 3}, {"GB/s", 2}, {"transfer / prefill", 3}, {"overlapped [%]"},
-               {"paced ms (bytes/rate)", 3}, {"error [%]", 1}};
+  b.columns = {{"UCX_TLS"},        {"mode"},
+               {"KV sent"},        {"link"},
+               {"bytes"},          {"descriptors"},
+               {"coalesced"},      {"transfer [ms]", 3},
+               {"GB/s", 2},        {"transfer / prefill", 3},
+               {"overlapped [%]"}, {"paced ms (bytes/rate)", 3},
+               {"error [%]", 1}};
   std::vector<ClientRequest> same;
   for (int i = 0; i < std::max(3, o.repeats); ++i) {
     ClientRequest r;
@@ -132,19 +163,22 @@ Transfers measured_transfers(const LabOptions& o, const Flags& f, const ModelCon
     bool layerwise = false;
   };
   const std::vector<Config> configs = {
-      {"tcp", "write", "none"}, {"tcp", "read", "none"},   {"tcp", "send", "none"},          {"sm", "write", "none"},
-      {"sm", "read", "none"},   {"sm", "send", "none"},    {"sm", "write", "none", true},    {"tcp", "write", "none", true},
-      {"sm", "write", "ib-hdr"}, {"tcp", "write", "ib-hdr"}, {"sm", "write", "ib-hdr", true}};
+      {"tcp", "write", "none"},      {"tcp", "read", "none"},        {"tcp", "send", "none"},
+      {"sm", "write", "none"},       {"sm", "read", "none"},         {"sm", "send", "none"},
+      {"sm", "write", "none", true}, {"tcp", "write", "none", true}, {"sm", "write", "ib-hdr"},
+      {"tcp", "write", "ib-hdr"},    {"sm", "write", "ib-hdr", true}};
   Progress bar("transfers", static_cast<long>(configs.size()));
   for (const auto& [tls, mode, link, layerwise] : configs) {
     // Whole prompts in one step: the transfer follows one forward pass (and --layerwise streams it).
     Cluster cluster(f.exe, o, tls, mode, link, threads,
                     {"--max-num-batched-tokens", std::to_string(std::max(2048, f.prompt_len))}, layerwise);
-    (void)run_client(cluster.endpoint, std::span(same).first(1), kTimeout);  // warm-up: connections are made on first use
+    (void)run_client(cluster.endpoint, std::span(same).first(1),
+                     kTimeout);  // warm-up: connections are made on first use
     const std::vector<ClientResult> rs = run_client(cluster.endpoint, same, kTimeout);
     for (const ClientResult& r : rs) {
       check(r.error.empty(), "transfer (", tls, ", ", mode, "): ", r.error);
-      check(r.accounting.at("src_checksum") == r.accounting.at("dst_checksum"), "KV checksum mismatch (", tls, ", ", mode, ")");
+      check(r.accounting.at("src_checksum") == r.accounting.at("dst_checksum"), "KV checksum mismatch (", tls, ", ",
+            mode, ")");
     }
     const Message& first = rs[0].accounting;
     const double ms = median_of(rs, "transfer_ms");
@@ -157,14 +191,17 @@ Transfers measured_transfers(const LabOptions& o, const Flags& f, const ModelCon
                static_cast<long long>(first.at("descriptors").get<long>()), ms, median_of(rs, "gb_per_s"),
                median_of(rs, "transfer_over_prefill"), layerwise ? Cell{100 * median_of(rs, "overlap_fraction")} : none,
                pace > 0 ? Cell{ideal} : none, pace > 0 ? Cell{(ms - ideal) / ideal * 100} : none});
-    if (tls == "sm" && mode == "write" && link == "none" && !layerwise) out.sm_write_bytes_per_second = median_of(rs, "gb_per_s") * 1e9;
+    if (tls == "sm" && mode == "write" && link == "none" && !layerwise)
+      out.sm_write_bytes_per_second = median_of(rs, "gb_per_s") * 1e9;
     bar.advance();
   }
-  b.note = "Blocks of one request are consecutive in both pools here, so coalescing leaves one descriptor per (layer, K/V). "
-           "ib-hdr rows pace to HDR's 25 GB/s scaled by this model's KV bytes per token over Llama-3-8B's (ratio-preserving). "
-           "'per layer' rows stream each layer's KV from a second thread while later layers compute (--layerwise); "
-           "'overlapped' is the share of the transfer time that ran during the forward pass. "
-           "'—': nothing to compare (no pacing, or the whole KV sent after the prefill).";
+  b.note =
+      "Blocks of one request are consecutive in both pools here, so coalescing leaves one descriptor per (layer, K/V). "
+      "ib-hdr rows pace to HDR's 25 GB/s scaled by this model's KV bytes per token over Llama-3-8B's "
+      "(ratio-preserving). "
+      "'per layer' rows stream each layer's KV from a second thread while later layers compute (--layerwise); "
+      "'overlapped' is the share of the transfer time that ran during the forward pass. "
+      "'—': nothing to compare (no pacing, or the whole KV sent after the prefill).";
   return out;
 }
 
@@ -172,17 +209,24 @@ Transfers measured_transfers(const LabOptions& o, const Flags& f, const ModelCon
 // of the prefill/decode article's strategy table, lengths scaled down to this machine: lab 06's rung and
 // lab 07's on the same workloads and the same cores in total, TTFT/TPOT and goodput under an SLO.
 RealServing colocated_vs_disaggregated(Report& report, const LabOptions& o, const Flags& f, const ModelConfig& c,
-                                       int threads, const PatternLengths& lengths, const std::vector<Pattern>& patterns) {
+                                       int threads, const PatternLengths& lengths,
+                                       const std::vector<Pattern>& patterns) {
   const SLO slo{f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3};
   RealServing out;
   Table& t = out.table;
   t.name = "colocated_vs_disaggregated";
   t.title = "(c) Colocated vs disaggregated 1P1D on seed 001's request patterns, real, this machine";
-  t.columns = {{"pattern"}, {"seed 001 suggests"}, {"serving"}, {"TTFT p50 [ms]", 1}, {"TTFT p99 [ms]", 1},
-               {"TPOT p50 [ms]", 2}, {"TPOT p99 [ms]", 2}, {"tok/s", 1}, {"met SLO"}, {"goodput [req/s]", 2}};
+  t.columns = {{"pattern"},          {"seed 001 suggests"}, {"serving"},  {"TTFT p50 [ms]", 1}, {"TTFT p99 [ms]", 1},
+               {"TPOT p50 [ms]", 2}, {"TPOT p99 [ms]", 2},  {"tok/s", 1}, {"met SLO"},          {"goodput [req/s]", 2}};
   // Lab 06's configuration and lab 07's over one base: both use 2 x --threads cores in all.
   LabConfig base;
-  base.model = model_options([&] { LabOptions x = o; x.threads = 2 * threads; return x; }(), false);
+  base.model = model_options(
+      [&] {
+        LabOptions x = o;
+        x.threads = 2 * threads;
+        return x;
+      }(),
+      false);
   base.engine.scheduler.max_num_batched_tokens = 512;
   const auto [lab6, lab7] = compare_rungs(report, 7, base, "colocated", "1P1D");
   auto colocated = load_model(o, lab6.model);
@@ -200,7 +244,8 @@ RealServing colocated_vs_disaggregated(Report& report, const LabOptions& o, cons
   {
     // Warm-up, as the cluster gets one per pattern: the first steps of a fresh process are slow.
     Engine engine(*colocated, out.colocated_config);
-    replay(engine, {{.arrival_s = 0, .prompt_ids = synthetic_prompt(lengths.l_prompt, c.vocab_size, 1), .max_tokens = 2}});
+    replay(engine,
+           {{.arrival_s = 0, .prompt_ids = synthetic_prompt(lengths.l_prompt, c.vocab_size, 1), .max_tokens = 2}});
   }
   Progress patterns_bar("patterns", static_cast<long>(patterns.size()));
   for (const Pattern& pattern : patterns) {
@@ -223,9 +268,8 @@ RealServing colocated_vs_disaggregated(Report& report, const LabOptions& o, cons
       if (!config->disaggregated) {
         // Colocated: one engine with lab 06's switches and both workers' threads.
         Engine engine(*colocated, out.colocated_config);
-        const ServedRun run = serve_workload(engine, workload, [&](Engine&, const StepStats& s, auto) {
-          out.steps.push_back(timed_work(s));
-        });
+        const ServedRun run = serve_workload(
+            engine, workload, [&](Engine&, const StepStats& s, auto) { out.steps.push_back(timed_work(s)); });
         add("colocated, " + std::to_string(2 * threads) + " threads", run.requests);
         colocated_tokens = run.tokens;
         continue;
@@ -243,13 +287,14 @@ RealServing colocated_vs_disaggregated(Report& report, const LabOptions& o, cons
     }
     patterns_bar.advance();
   }
-  report.setting("patterns", "short prompt " + std::to_string(lengths.s_prompt / 2) + ".." + std::to_string(lengths.s_prompt) +
-                                 ", long " + std::to_string(lengths.l_prompt / 2) + ".." + std::to_string(lengths.l_prompt) +
-                                 " tokens; short output " + std::to_string(lengths.s_out) + ", long " +
-                                 std::to_string(lengths.l_out) + "; " + std::to_string(f.num_requests) + " requests, Poisson " +
-                                 plain_number(f.rate) + "/s");
-  t.note = "SLO: TTFT <= " + std::to_string(static_cast<int>(f.slo_ttft_ms)) + " ms, TPOT <= " +
-           std::to_string(static_cast<int>(f.slo_tpot_ms)) + " ms. Both rows of a pattern use the same cores in total.";
+  report.setting("patterns", "short prompt " + std::to_string(lengths.s_prompt / 2) + ".." +
+                                 std::to_string(lengths.s_prompt) + ", long " + std::to_string(lengths.l_prompt / 2) +
+                                 ".." + std::to_string(lengths.l_prompt) + " tokens; short output " +
+                                 std::to_string(lengths.s_out) + ", long " + std::to_string(lengths.l_out) + "; " +
+                                 std::to_string(f.num_requests) + " requests, Poisson " + plain_number(f.rate) + "/s");
+  t.note = "SLO: TTFT <= " + std::to_string(static_cast<int>(f.slo_ttft_ms)) +
+           " ms, TPOT <= " + std::to_string(static_cast<int>(f.slo_tpot_ms)) +
+           " ms. Both rows of a pattern use the same cores in total.";
   return out;
 }
 

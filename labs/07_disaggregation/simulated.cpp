@@ -35,7 +35,13 @@ SimulatorCheck simulator_check(const LabOptions& o, const ModelConfig& c, int th
   // A worker has fewer threads: its cost model is fitted to steps of the same workloads on a
   // model with a worker's threads, in this process (the workers' own steps stay in theirs).
   std::vector<std::pair<Work, double>> worker_steps;
-  auto worker_model = load_model([&] { LabOptions x = o; x.threads = threads; return x; }(), false);
+  auto worker_model = load_model(
+      [&] {
+        LabOptions x = o;
+        x.threads = threads;
+        return x;
+      }(),
+      false);
   for (const std::vector<WorkloadRequest>& workload : real.workloads) {
     Engine engine(*worker_model, real.colocated_config);
     for (const WorkloadRequest& w : workload) engine.add_request(w.prompt_ids, {}, w.max_tokens);  // all at once
@@ -48,7 +54,7 @@ SimulatorCheck simulator_check(const LabOptions& o, const ModelConfig& c, int th
   cpu_fleet.colocated = real.colocated_config;
   cpu_fleet.prefill.scheduler = {SchedulingPolicy::ONE_AT_A_TIME, 1, 8192, false, 0};  // the worker: one prompt, whole
   cpu_fleet.prefill.log = silent;
-  cpu_fleet.decode.scheduler = {SchedulingPolicy::CONTINUOUS, 256, 8192, true, 0};   // every running request each step
+  cpu_fleet.decode.scheduler = {SchedulingPolicy::CONTINUOUS, 256, 8192, true, 0};  // every running request each step
   cpu_fleet.decode.log = silent;
   cpu_fleet.link_bytes_per_second = sm_write_bytes_per_second;
   cpu_fleet.transfer_overhead_s = std::max(0.0, summarize(real.control_seconds).median);
@@ -57,8 +63,14 @@ SimulatorCheck simulator_check(const LabOptions& o, const ModelConfig& c, int th
   Table& calib = out.table;
   calib.name = "simulator_check";
   calib.title = "(d) The simulator checked against (c): the same workloads on simulated instances of this CPU";
-  calib.columns = {{"pattern"}, {"serving"}, {"TTFT p50 real [ms]", 1}, {"TTFT p50 sim [ms]", 1}, {"error [%]"},
-                   {"TPOT p50 real [ms]", 2}, {"TPOT p50 sim [ms]", 2}, {"error [%]"}};
+  calib.columns = {{"pattern"},
+                   {"serving"},
+                   {"TTFT p50 real [ms]", 1},
+                   {"TTFT p50 sim [ms]", 1},
+                   {"error [%]"},
+                   {"TPOT p50 real [ms]", 2},
+                   {"TPOT p50 sim [ms]", 2},
+                   {"error [%]"}};
   std::vector<double> abs_errors;
   for (std::size_t p = 0; p < patterns.size(); ++p)
     for (int split = 0; split < 2; ++split) {
@@ -80,7 +92,8 @@ SimulatorCheck simulator_check(const LabOptions& o, const ModelConfig& c, int th
     << worker_steps.size() << " steps of the same workloads on " << threads << " thread(s), "
     << fitted_formula(worker_cost, peak1, bandwidth1, /*units=*/false) << "; the KV moves at (b)'s sm write rate, plus "
     << cpu_fleet.transfer_overhead_s * 1e3
-    << " ms of control messages per request (the median over the warm-up requests of (c)). Calibration error (|error| over these rows): "
+    << " ms of control messages per request (the median over the warm-up requests of (c)). Calibration error (|error| "
+       "over these rows): "
     << std::setprecision(0) << out.error.median << "% median, " << out.error.max << "% max.";
   calib.note = n.str();
   return out;
@@ -95,7 +108,8 @@ Fleets simulated_fleets(const LabOptions& o, const Flags& f, const Link& gpu_lin
   const ModelConfig& g = gpu_sim.config;
   FleetConfig fleet;
   fleet.colocated.scheduler = {SchedulingPolicy::CONTINUOUS, 256, f.sim_budget, true, 0};
-  fleet.prefill.scheduler = {SchedulingPolicy::CONTINUOUS, 256, 8192, true, 0};  // prefill throughput (the prefill/decode article: 8,192+)
+  fleet.prefill.scheduler = {SchedulingPolicy::CONTINUOUS, 256, 8192, true,
+                             0};  // prefill throughput (the prefill/decode article: 8,192+)
   fleet.decode.scheduler = {SchedulingPolicy::CONTINUOUS, 256, 8192, true, 0};
   for (EngineConfig* e : {&fleet.colocated, &fleet.prefill, &fleet.decode}) {
     e->kv_cache_memory = instance.kv_cache_memory;
@@ -107,8 +121,10 @@ Fleets simulated_fleets(const LabOptions& o, const Flags& f, const Link& gpu_lin
   const std::vector<Pattern> gpu_patterns = {
       {"short prompt, short output", "continuous batching", LengthDist::uniform(128, 512), LengthDist::uniform(16, 64)},
       {"short prompt, long output", "chunked prefill", LengthDist::uniform(128, 512), LengthDist::uniform(512, 1024)},
-      {"long prompt, short output", "disaggregated, more prefill", LengthDist::uniform(2048, 4096), LengthDist::uniform(16, 64)},
-      {"long prompt, long output", "disaggregated, even split", LengthDist::uniform(2048, 4096), LengthDist::uniform(512, 1024)},
+      {"long prompt, short output", "disaggregated, more prefill", LengthDist::uniform(2048, 4096),
+       LengthDist::uniform(16, 64)},
+      {"long prompt, long output", "disaggregated, even split", LengthDist::uniform(2048, 4096),
+       LengthDist::uniform(512, 1024)},
   };
   const std::vector<FleetShape> shapes = {{0, 2}, {1, 1}, {0, 3}, {2, 1}, {1, 2}, {0, 4}, {3, 1}};
   const SLO gpu_slo{f.sim_slo_ttft_ms / 1e3, f.sim_slo_tpot_ms / 1e3};
@@ -117,9 +133,10 @@ Fleets simulated_fleets(const LabOptions& o, const Flags& f, const Link& gpu_lin
   sim.name = "simulated_fleets";
   sim.title = "(e) Simulated: " + g.name + " (bf16), one " + hw.name + " per instance, KV over " + gpu_link.name +
               ", colocated vs xPyD";
-  sim.columns = {{"pattern"}, {"seed 001 suggests"}, {"fleet (simulated)"}, {"GPUs"}, {"req/s offered", 2},
-                 {"TTFT p50 [ms]", 1}, {"TTFT p99 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"TPOT p99 [ms]", 2},
-                 {"KV transfer p50 [ms]", 2}, {"met SLO [%]"}, {"goodput per GPU [req/s]", 3}};
+  sim.columns = {
+      {"pattern"},          {"seed 001 suggests"},       {"fleet (simulated)"}, {"GPUs"},
+      {"req/s offered", 2}, {"TTFT p50 [ms]", 1},        {"TTFT p99 [ms]", 1},  {"TPOT p50 [ms]", 2},
+      {"TPOT p99 [ms]", 2}, {"KV transfer p50 [ms]", 2}, {"met SLO [%]"},       {"goodput per GPU [req/s]", 3}};
   const auto metrics = [&](const FleetRun& run) {
     std::vector<const RequestTimes*> view;
     for (const RequestTimes& x : run.times) view.push_back(&x);
@@ -158,8 +175,8 @@ Fleets simulated_fleets(const LabOptions& o, const Flags& f, const Link& gpu_lin
         const ServingMetrics at = metrics(serve_at(shape, mid));
         (at.num_meeting_slo >= 0.9 * at.num_requests ? lo : hi) = mid;
       }
-      const Cell transfer = run.transfer_seconds.empty() ? Cell{std::string("—")}
-                                                         : Cell{summarize(run.transfer_seconds).median * 1e3};
+      const Cell transfer =
+          run.transfer_seconds.empty() ? Cell{std::string("—")} : Cell{summarize(run.transfer_seconds).median * 1e3};
       sim.add_row({pattern.name, pattern.seed_says, shape.describe(), static_cast<long long>(shape.num_instances()),
                    f.sim_load * saturation * shape.num_instances(), m.ttft.median * 1e3, m.ttft.p99 * 1e3,
                    m.tpot.median * 1e3, m.tpot.p99 * 1e3, transfer, 100.0 * m.num_meeting_slo / m.num_requests, lo});
@@ -173,8 +190,9 @@ Fleets simulated_fleets(const LabOptions& o, const Flags& f, const Link& gpu_lin
     << f.sim_overhead_ms << " ms per step, calibrated on this CPU to " << std::fixed << std::setprecision(0)
     << calibration_error.median << "% median error (table d). Each fleet gets " << f.sim_requests
     << " requests per GPU, routed round robin; the latency columns at " << f.sim_load * 100
-    << "% of one colocated GPU's saturation rate per GPU. SLO: TTFT <= " << f.sim_slo_ttft_ms << " ms, TPOT <= "
-    << f.sim_slo_tpot_ms << " ms; goodput per GPU is DistServe's: the highest Poisson rate per GPU at which 90% of "
+    << "% of one colocated GPU's saturation rate per GPU. SLO: TTFT <= " << f.sim_slo_ttft_ms
+    << " ms, TPOT <= " << f.sim_slo_tpot_ms
+    << " ms; goodput per GPU is DistServe's: the highest Poisson rate per GPU at which 90% of "
     << "requests meet both (bisection). Colocated: chunked prefill, budget " << f.sim_budget
     << "; prefill instances: budget 8192. Best goodput per GPU: ";
   for (std::size_t i = 0; i < out.winners.size(); ++i) n << (i ? "; " : "") << out.winners[i];

@@ -57,7 +57,8 @@ void use_config(Model& model, const LabConfig& config) {
   model.set_attention(want.attention);
 }
 
-void record_configuration(Report& report, const std::string& run, int lab, const LabConfig& base, const LabConfig& ran) {
+void record_configuration(Report& report, const std::string& run, int lab, const LabConfig& base,
+                          const LabConfig& ran) {
   report.record("configurations", {{"run", run}, {"lab", lab}, {"base", to_json(base)}, {"ran", to_json(ran)}});
 }
 
@@ -69,8 +70,8 @@ LabPrompt article_prompt(const LabOptions& o, const ModelConfig& config, int sta
     for (std::int32_t id : p.ids)
       check(id >= 0 && id < config.vocab_size, o.model_dir, "/tokenizer.json: id ", id,
             " is outside the model's vocabulary [0, ", config.vocab_size, ")");
-    p.description = "the article's prompt, " + std::to_string(p.ids.size()) + " tokens with " + o.model_dir +
-                    "/tokenizer.json";
+    p.description =
+        "the article's prompt, " + std::to_string(p.ids.size()) + " tokens with " + o.model_dir + "/tokenizer.json";
   } else {
     p.ids = synthetic_prompt(stand_in_len, config.vocab_size, o.seed);
     p.description = std::to_string(stand_in_len) + "-token stand-in prompt (no tokenizer.json: seeded ids)";
@@ -85,23 +86,27 @@ void describe_run(Report& report, const Model& model, const LabOptions& o) {
         << c.num_hidden_layers << " layers, hidden " << c.hidden_size << ", " << c.attention_kind() << " "
         << c.num_attention_heads << "/" << c.num_key_value_heads << " heads of " << c.head_dim << ", vocab "
         << c.vocab_size;
-  report.setting("model", c.name + (o.model_dir.empty() ? " (synthetic weights, seed " + std::to_string(o.seed) + ")" : ""));
+  report.setting("model",
+                 c.name + (o.model_dir.empty() ? " (synthetic weights, seed " + std::to_string(o.seed) + ")" : ""));
   report.setting("shape", shape.str());
   const auto machine = Report::machine_metadata();
   report.setting("device", o.backend + ", " + machine["cpu"].get<std::string>() + ", " +
                                std::to_string(model.num_threads()) + " threads");
-  report.setting("dtype", model.options().bf16_activations
-                              ? "bf16 weights, bf16 arithmetic in prefill GEMMs, f32 activations between ops and KV cache"
-                              : o.dtype + " weights, f32 activations and KV cache");
-  report.setting("reductions", model.options().deterministic ? "deterministic (batch-invariant)" : "fast (library GEMMs)");
+  report.setting("dtype",
+                 model.options().bf16_activations
+                     ? "bf16 weights, bf16 arithmetic in prefill GEMMs, f32 activations between ops and KV cache"
+                     : o.dtype + " weights, f32 activations and KV cache");
+  report.setting("reductions",
+                 model.options().deterministic ? "deterministic (batch-invariant)" : "fast (library GEMMs)");
   report.setting("attention", to_string(model.options().attention));
   report.setting("timing", std::to_string(o.warmup) + " warm-up + " + std::to_string(o.repeats) +
                                " timed runs per point, median shown (min/max in the files)");
 }
 
-
 Progress::Progress(std::string label, long total)
-    : label_(std::move(label)), total_(std::max(1L, total)), terminal_(::isatty(STDERR_FILENO) != 0),
+    : label_(std::move(label)),
+      total_(std::max(1L, total)),
+      terminal_(::isatty(STDERR_FILENO) != 0),
       start_(now_seconds()) {
   draw();
 }
@@ -157,19 +162,20 @@ void Progress::draw() {
   // Piped or logged: a line per tenth, so a long run is never silent for minutes.
   if (percent / 10 == last_tenth_) return;
   last_tenth_ = percent / 10;
-  std::cerr << label_ << ": " << percent << "% after " << static_cast<long>(now_seconds() - start_) << " s\n" << std::flush;
+  std::cerr << label_ << ": " << percent << "% after " << static_cast<long>(now_seconds() - start_) << " s\n"
+            << std::flush;
 }
 
 void quick_timing(const CLI::App& app, LabOptions& o) {
   if (app.get_option("--repeats")->count() == 0) o.repeats = 1;
-  if (app.get_option("--warmup")->count() == 0) o.warmup = 1;  // a cold first point would make the plot fall as the work grows
+  if (app.get_option("--warmup")->count() == 0)
+    o.warmup = 1;  // a cold first point would make the plot fall as the work grows
 }
 
 int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
   // Flag errors look like every other error: "<lab>: error: ...", exit 1 (CLI11's own codes are 100+).
-  app.failure_message([name = app.get_name()](const CLI::App*, const CLI::Error& e) {
-    return name + ": error: " + e.what() + "\n";
-  });
+  app.failure_message(
+      [name = app.get_name()](const CLI::App*, const CLI::Error& e) { return name + ": error: " + e.what() + "\n"; });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -190,6 +196,5 @@ int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& b
   }
   return 0;
 }
-
 
 }  // namespace servelab::lab

@@ -33,11 +33,11 @@ namespace servelab::lab {
 /// the weights with --seed and picks the reductions per table, so it takes neither --weights-seed
 /// nor --deterministic), and the lab's own.
 struct LabOptions : cli::ModelFlags {
-  std::uint64_t seed = 0;          ///< seeds synthetic weights and stand-in prompts
-  std::string out = "results";     ///< results root folder
-  bool quick = false;              ///< smaller sizes and one repeat: a smoke run in seconds
-  int repeats = 3;                 ///< timed runs per point (the median is reported)
-  int warmup = 1;                  ///< untimed runs before timing
+  std::uint64_t seed = 0;       ///< seeds synthetic weights and stand-in prompts
+  std::string out = "results";  ///< results root folder
+  bool quick = false;           ///< smaller sizes and one repeat: a smoke run in seconds
+  int repeats = 3;              ///< timed runs per point (the median is reported)
+  int warmup = 1;               ///< untimed runs before timing
 };
 
 /// Registers the common flags on @p app, with @p default_preset as --preset's default.
@@ -81,9 +81,9 @@ inline constexpr const char* kArticlePrompt =
 
 /// A lab's prompt: its ids, and the tokenizer that made them when the model has one.
 struct LabPrompt {
-  std::vector<std::int32_t> ids;          ///< prompt token ids
-  std::optional<Tokenizer> tokenizer;     ///< set when --model has a tokenizer.json
-  std::string description;                ///< one line for the settings block
+  std::vector<std::int32_t> ids;       ///< prompt token ids
+  std::optional<Tokenizer> tokenizer;  ///< set when --model has a tokenizer.json
+  std::string description;             ///< one line for the settings block
 };
 
 /**
@@ -143,9 +143,9 @@ class Progress {
   void draw();
   std::string label_;
   long total_, done_ = 0;
-  bool terminal_;        // a bar redrawn in place; otherwise a line per tenth
-  long last_tenth_ = -1; // the tenth last printed as a line
-  double start_;         // seconds, for the lines' elapsed time
+  bool terminal_;         // a bar redrawn in place; otherwise a line per tenth
+  long last_tenth_ = -1;  // the tenth last printed as a line
+  double start_;          // seconds, for the lines' elapsed time
 };
 
 /**
@@ -161,6 +161,5 @@ void quick_timing(const CLI::App& app, LabOptions& options);
  *        way; only --help exits 0.
  */
 int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& body);
-
 
 }  // namespace servelab::lab

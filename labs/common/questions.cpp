@@ -75,8 +75,8 @@ double rows_processed(int prompt_len, int new_tokens, bool kv_cache) {
 /// Steps that compute a @p prompt_len prompt in chunks of a @p budget beside @p decodes running decodes
 /// (started in a step of their own before the prompt arrives, not counted).
 double prefill_steps(int prompt_len, int budget, int decodes) {
-  const SchedulerConfig config{.max_num_seqs = decodes + 1, .max_num_batched_tokens = budget,
-                               .enable_chunked_prefill = true};
+  const SchedulerConfig config{
+      .max_num_seqs = decodes + 1, .max_num_batched_tokens = budget, .enable_chunked_prefill = true};
   const Request* prompt = nullptr;
   return run_scheduler(
       config, true,
@@ -193,8 +193,8 @@ std::vector<Question> answer_key() {
                  "With chunked prefill and a budget of 512 tokens (no threshold), in how many steps is a "
                  "3,000-token prompt computed when it runs alone?",
                  prefill_steps(3000, 512, 0), 0});
-  key.push_back({"06.prefill_steps_beside_16", 6,
-                 "And beside 16 running decodes, which are scheduled first?", prefill_steps(3000, 512, 16), 0});
+  key.push_back({"06.prefill_steps_beside_16", 6, "And beside 16 running decodes, which are scheduled first?",
+                 prefill_steps(3000, 512, 16), 0});
 
   // Lab 07: what a transfer moves.
   const double kv8b = static_cast<double>(kv_cache_bytes(llama8b, 2048, 1, DType::BF16));

@@ -21,10 +21,10 @@ namespace servelab::lab {
 
 /// One checkable question.
 struct Question {
-  std::string id;          ///< stable name the answer file uses, e.g. "02.kv_llama70b_8k_gb"
-  int lab = 0;             ///< the chapter that asks it (1..7)
-  std::string text;        ///< the question as the chapter prints it, with the unit of the answer
-  double answer = 0;       ///< the expected number, in the unit the text asks for
+  std::string id;     ///< stable name the answer file uses, e.g. "02.kv_llama70b_8k_gb"
+  int lab = 0;        ///< the chapter that asks it (1..7)
+  std::string text;   ///< the question as the chapter prints it, with the unit of the answer
+  double answer = 0;  ///< the expected number, in the unit the text asks for
   /// Accepted relative error: |given − answer| ≤ rel_tolerance · |answer|; 0 = exactly (counts, blocks, steps).
   double rel_tolerance = 0;
 };

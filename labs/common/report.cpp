@@ -109,7 +109,8 @@ void Table::print_markdown(std::ostream& os) const {
     }
   }
   os << "### " << title << "\n\n|";
-  for (std::size_t c = 0; c < columns.size(); ++c) os << ' ' << std::left << std::setw(int(width[c])) << columns[c].header << " |";
+  for (std::size_t c = 0; c < columns.size(); ++c)
+    os << ' ' << std::left << std::setw(int(width[c])) << columns[c].header << " |";
   os << "\n|";
   for (std::size_t c = 0; c < columns.size(); ++c) {
     // Text columns align left, numbers right (Markdown's ---: marker).
@@ -137,10 +138,14 @@ void Table::write_csv(const std::filesystem::path& path) const {
   for (const auto& row : rows) {
     for (std::size_t c = 0; c < row.size(); ++c) {
       out << (c ? "," : "");
-      std::visit([&](const auto& v) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) out << csv_escape(v);
-        else out << v;
-      }, row[c]);
+      std::visit(
+          [&](const auto& v) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+              out << csv_escape(v);
+            else
+              out << v;
+          },
+          row[c]);
     }
     out << "\n";
   }
@@ -155,8 +160,8 @@ nlohmann::ordered_json Table::to_json() const {
   }
   std::vector<int> precision;
   for (const Column& c : columns) precision.push_back(c.precision);
-  return {{"name", name},   {"title", title}, {"columns", headers()}, {"precision", precision},
-          {"rows", rows_json}, {"note", note}};
+  return {{"name", name},           {"title", title},    {"columns", headers()},
+          {"precision", precision}, {"rows", rows_json}, {"note", note}};
 }
 
 Report::Report(std::string lab, const std::filesystem::path& out) : lab_(std::move(lab)), dir_(out / lab_) {
@@ -230,9 +235,18 @@ std::filesystem::path Report::save() const {
   }
   j["plots"] = nlohmann::ordered_json::array();
   for (const auto& p : plots_)
-    j["plots"].push_back({{"name", p.name}, {"table", p.table}, {"x", p.x}, {"y", p.y}, {"title", p.title},
-                          {"xlabel", p.xlabel}, {"ylabel", p.ylabel}, {"logy", p.logy}, {"kind", p.kind},
-                          {"roofs", p.roofs}, {"reference", p.reference}, {"reference_roof", p.reference_roof}});
+    j["plots"].push_back({{"name", p.name},
+                          {"table", p.table},
+                          {"x", p.x},
+                          {"y", p.y},
+                          {"title", p.title},
+                          {"xlabel", p.xlabel},
+                          {"ylabel", p.ylabel},
+                          {"logy", p.logy},
+                          {"kind", p.kind},
+                          {"roofs", p.roofs},
+                          {"reference", p.reference},
+                          {"reference_roof", p.reference_roof}});
   for (const auto& [key, value] : records_.items()) j[key] = value;
   j["verdict"] = verdict_;
   const auto path = dir_ / (lab_ + ".json");

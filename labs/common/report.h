@@ -44,11 +44,11 @@ struct Column {
  * @endcode
  */
 struct Table {
-  std::string name{};                   ///< file-safe id, e.g. "kv_cache_speedup"
-  std::string title{};                  ///< heading printed above the table
-  std::vector<Column> columns{};        ///< headers and precisions, left to right
+  std::string name{};                     ///< file-safe id, e.g. "kv_cache_speedup"
+  std::string title{};                    ///< heading printed above the table
+  std::vector<Column> columns{};          ///< headers and precisions, left to right
   std::vector<std::vector<Cell>> rows{};  ///< the rows; each has columns.size() cells
-  std::string note{};                   ///< optional line printed under the table
+  std::string note{};                     ///< optional line printed under the table
 
   /// Appends a row; @throws Error when its width differs from the header's.
   void add_row(std::vector<Cell> row);
@@ -73,22 +73,22 @@ struct Table {
 
 /// A plot drawn by tools/plot_lab.py from tables in the JSON.
 struct PlotSpec {
-  std::string name{};                 ///< output file stem
-  std::string table{};                ///< table to read
-  std::string x{};                    ///< column for the x axis
-  std::vector<std::string> y{};       ///< columns drawn as lines
-  std::string title{};                ///< plot title
-  std::string xlabel{};               ///< x axis label
-  std::string ylabel{};               ///< y axis label
-  bool logy = false;                ///< logarithmic y axis
+  std::string name{};            ///< output file stem
+  std::string table{};           ///< table to read
+  std::string x{};               ///< column for the x axis
+  std::vector<std::string> y{};  ///< columns drawn as lines
+  std::string title{};           ///< plot title
+  std::string xlabel{};          ///< x axis label
+  std::string ylabel{};          ///< y axis label
+  bool logy = false;             ///< logarithmic y axis
   /// "line", or "roofline": log-log points (x = intensity, y = FLOP/s) under the
   /// roofs listed in table @ref roofs (columns "hardware", "peak GFLOP/s", "bandwidth GB/s").
   std::string kind = "line";
-  std::string roofs{};                ///< roofline only: the table of roofs
+  std::string roofs{};  ///< roofline only: the table of roofs
   /// roofline only: a table of reference steps (columns "step", "intensity [FLOP/B]") drawn on the roof
   /// named @ref reference_roof, where they would run at the attainable rate (e.g. a source article's examples).
   std::string reference{};
-  std::string reference_roof{};       ///< roofline only: the "hardware" row of @ref roofs the reference steps sit on
+  std::string reference_roof{};  ///< roofline only: the "hardware" row of @ref roofs the reference steps sit on
 };
 
 /// Collects one lab run's settings, tables and plots, prints them, and saves them.

@@ -32,9 +32,9 @@ std::vector<std::vector<std::int32_t>> output_tokens(const std::vector<const Req
 ServedRun serve_workload(Engine& engine, const std::vector<WorkloadRequest>& workload, const StepCallback& on_step) {
   ServedRun run;
   replay(engine, workload, {.on_step = [&](Engine& e, const StepStats& s, std::span<const RequestOutput> outputs) {
-    run.steps.push_back(s);
-    if (on_step) on_step(e, s, outputs);
-  }});
+           run.steps.push_back(s);
+           if (on_step) on_step(e, s, outputs);
+         }});
   run.requests = engine.requests();
   run.tokens = output_tokens(run.requests);
   return run;
@@ -47,7 +47,8 @@ std::pair<Work, double> timed_work(const StepStats& step) {
 Rungs compare_rungs(Report& report, int lab, const LabConfig& base, const std::string& previous_run,
                     const std::string& current_run) {
   check(lab >= 2 && lab <= 7, "compare_rungs: lab must be 2..7, got ", lab);
-  Rungs rungs{.previous = configure(Techniques::for_lab(lab - 1), base), .current = configure(Techniques::for_lab(lab), base)};
+  Rungs rungs{.previous = configure(Techniques::for_lab(lab - 1), base),
+              .current = configure(Techniques::for_lab(lab), base)};
   record_configuration(report, previous_run, lab - 1, base, rungs.previous);
   record_configuration(report, current_run, lab, base, rungs.current);
   return rungs;
@@ -67,8 +68,8 @@ MeasuredRoofs measure_roofs(ThreadPool& pool, int repeats) {
 
 std::string fitted_formula(const CostModel& model, double peak_flops, double bandwidth, bool units) {
   std::ostringstream os;
-  os << std::fixed << std::setprecision(2) << "max(FLOPs / (" << peak_flops / 1e9 << (units ? " GFLOP/s" : "")
-     << " x " << model.compute_efficiency << "), bytes / (" << bandwidth / 1e9 << (units ? " GB/s" : "") << " x "
+  os << std::fixed << std::setprecision(2) << "max(FLOPs / (" << peak_flops / 1e9 << (units ? " GFLOP/s" : "") << " x "
+     << model.compute_efficiency << "), bytes / (" << bandwidth / 1e9 << (units ? " GB/s" : "") << " x "
      << model.memory_efficiency << ")) + " << model.overhead_s * 1e3 << " ms";
   return os.str();
 }

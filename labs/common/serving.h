@@ -53,7 +53,8 @@ struct ServedRun {
  *         @p on_step included) with their output tokens.
  * @throws Error as replay() does (a step that schedules nothing with nothing left to add).
  */
-ServedRun serve_workload(Engine& engine, const std::vector<WorkloadRequest>& workload, const StepCallback& on_step = {});
+ServedRun serve_workload(Engine& engine, const std::vector<WorkloadRequest>& workload,
+                         const StepCallback& on_step = {});
 
 /// [request] output token ids of @p requests, in their order.
 std::vector<std::vector<std::int32_t>> output_tokens(const std::vector<const Request*>& requests);

@@ -48,7 +48,8 @@ inline std::vector<double> gemm_reference(const std::vector<float>& x, const Ten
     for (int n = 0; n < N; ++n) {
       double s = 0;
       for (int k = 0; k < K; ++k) {
-        const double t = double(x[static_cast<std::size_t>(m) * K + k]) * weight_value(w, static_cast<std::size_t>(n) * K + k);
+        const double t =
+            double(x[static_cast<std::size_t>(m) * K + k]) * weight_value(w, static_cast<std::size_t>(n) * K + k);
         s += abs_terms ? std::abs(t) : t;
       }
       out[static_cast<std::size_t>(m) * N + n] = s;
@@ -65,8 +66,9 @@ inline std::vector<double> gemm_reference(const std::vector<float>& x, const Ten
  *        widened to f32) the first term is 0. A non-finite element is outside.
  * @return the count, and a description of the first element outside, for INFO.
  */
-inline std::pair<std::size_t, std::string> outside_bf16_bound(const std::vector<float>& out, const std::vector<float>& x,
-                                                              const Tensor& w, int M, bool bf16_inputs) {
+inline std::pair<std::size_t, std::string> outside_bf16_bound(const std::vector<float>& out,
+                                                              const std::vector<float>& x, const Tensor& w, int M,
+                                                              bool bf16_inputs) {
   const auto expected = gemm_reference(x, w, M), scale = gemm_reference(x, w, M, true);
   const double rel = (bf16_inputs ? std::ldexp(1.0, -8) : 0.0) + static_cast<double>(w.shape[1]) * std::ldexp(1.0, -24);
   std::size_t outside = 0;

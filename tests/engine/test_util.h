@@ -71,8 +71,10 @@ inline Closeness closeness(const std::vector<float>& a, const std::vector<double
     const double err = finite ? std::abs(a[i] - ref[i]) : 0.0;
     const bool bad = !finite || err > atol + rtol * std::abs(ref[i]);
     if (bad && c.outside + c.nonfinite == 0) c.first_bad = i;
-    if (!finite) ++c.nonfinite;
-    else if (bad) ++c.outside;
+    if (!finite)
+      ++c.nonfinite;
+    else if (bad)
+      ++c.outside;
     if (err > c.worst) c.worst = err, c.worst_i = i;
   }
   return c;
@@ -87,8 +89,8 @@ inline bool all_close(const std::vector<float>& a, const std::vector<double>& re
                       std::size_t min_count = 1) {
   const Closeness c = closeness(a, ref, atol, rtol);
   if (c.ok(min_count)) return true;
-  UNSCOPED_INFO(c.compared << " compared (at least " << min_count << " required), " << c.outside
-                           << " outside atol " << atol << " + rtol " << rtol << ", " << c.nonfinite << " not finite");
+  UNSCOPED_INFO(c.compared << " compared (at least " << min_count << " required), " << c.outside << " outside atol "
+                           << atol << " + rtol " << rtol << ", " << c.nonfinite << " not finite");
   if (c.outside + c.nonfinite > 0)
     UNSCOPED_INFO("first failure at " << c.first_bad << ": " << a[c.first_bad] << " vs ref " << ref[c.first_bad]);
   if (c.compared > 0)
@@ -109,8 +111,7 @@ inline std::vector<float> random_floats(std::size_t n, unsigned seed) {
 class ScratchDir {
  public:
   explicit ScratchDir(const std::string& tag) {
-    path_ = std::filesystem::temp_directory_path() /
-            ("servelab-" + tag + "-" + std::to_string(std::random_device{}()));
+    path_ = std::filesystem::temp_directory_path() / ("servelab-" + tag + "-" + std::to_string(std::random_device{}()));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
@@ -132,17 +133,17 @@ inline std::filesystem::path copy_fixture(const std::string& name, const std::fi
 }
 
 /// Asserts that @p expr throws servelab::Error whose message contains every string in @p parts.
-#define REQUIRE_ERROR_MENTIONS(expr, ...)                                                   \
-  do {                                                                                      \
-    try {                                                                                   \
-      (void)(expr);                                                                         \
-      FAIL("expected servelab::Error from " #expr);                                        \
-    } catch (const ::servelab::Error& e) {                                                  \
-      const std::string msg = e.what();                                                     \
-      INFO("error message: " << msg);                                                       \
-      for (const std::string& part : std::vector<std::string>{__VA_ARGS__})                  \
-        CHECK(msg.find(part) != std::string::npos);                                         \
-    }                                                                                       \
+#define REQUIRE_ERROR_MENTIONS(expr, ...)                                   \
+  do {                                                                      \
+    try {                                                                   \
+      (void)(expr);                                                         \
+      FAIL("expected servelab::Error from " #expr);                         \
+    } catch (const ::servelab::Error& e) {                                  \
+      const std::string msg = e.what();                                     \
+      INFO("error message: " << msg);                                       \
+      for (const std::string& part : std::vector<std::string>{__VA_ARGS__}) \
+        CHECK(msg.find(part) != std::string::npos);                         \
+    }                                                                       \
   } while (0)
 
 }  // namespace servelab::test

@@ -14,7 +14,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
-    const auto entries = servelab::parse_safetensors(reinterpret_cast<const std::byte*>(data), size, "fuzz.safetensors");
+    const auto entries =
+        servelab::parse_safetensors(reinterpret_cast<const std::byte*>(data), size, "fuzz.safetensors");
     // Every accepted entry must lie inside the input (ASan reports a read outside it).
     const auto* begin = reinterpret_cast<const std::byte*>(data);
     for (const auto& [name, e] : entries)

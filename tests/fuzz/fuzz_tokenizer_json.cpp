@@ -14,7 +14,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
-    const auto json = servelab::parse_json(std::string_view(reinterpret_cast<const char*>(data), size), "tokenizer.json");
+    const auto json =
+        servelab::parse_json(std::string_view(reinterpret_cast<const char*>(data), size), "tokenizer.json");
     const servelab::Tokenizer tok = servelab::Tokenizer::from_json(json, "tokenizer.json");
     const auto ids = tok.encode("Hello, world! 안녕 e\u0301 <|im_start|>", true);
     (void)tok.decode(ids);

@@ -36,7 +36,6 @@ std::vector<float> inv_freq_for(int D) {
   return inv;
 }
 
-
 }  // namespace
 
 TEST_CASE("fused bias + RoPE + KV write equals add_bias then rope then the cache copy at 32 over 8 heads of 128",
@@ -57,7 +56,8 @@ TEST_CASE("fused bias + RoPE + KV write equals add_bias then rope then the cache
   rope(KernelContext{&pool}, q.data(), positions.data(), T, H, D, inv.data());
   rope(KernelContext{&pool}, k.data(), positions.data(), T, KVH, D, inv.data());
   // GPU: sequence t owns block t of a NaN cache; its row sits at position % block of that block.
-  Tensor kc = poisoned(static_cast<std::size_t>(T) * block * KV), vc = poisoned(static_cast<std::size_t>(T) * block * KV);
+  Tensor kc = poisoned(static_cast<std::size_t>(T) * block * KV),
+         vc = poisoned(static_cast<std::size_t>(T) * block * KV);
   std::vector<std::vector<std::int32_t>> tables(T);
   std::vector<Tensor> dtables;
   std::vector<KVView> views;
@@ -66,7 +66,8 @@ TEST_CASE("fused bias + RoPE + KV write equals add_bias then rope then the cache
     tables[t].assign(static_cast<std::size_t>(positions[t] / block) + 1, 0);
     tables[t].back() = t;  // only the block holding the new token matters
     dtables.push_back(cuda::upload(tables[t]));
-    views.push_back({kc.as<float>(), vc.as<float>(), static_cast<std::size_t>(KV), dtables.back().as<const std::int32_t>(), block});
+    views.push_back(
+        {kc.as<float>(), vc.as<float>(), static_cast<std::size_t>(KV), dtables.back().as<const std::int32_t>(), block});
     rows.push_back({t, positions[t]});
   }
   const Tensor dqkv = on_device(qkv), dbias = on_device(bias), dinv = on_device(inv);
@@ -81,15 +82,18 @@ TEST_CASE("fused bias + RoPE + KV write equals add_bias then rope then the cache
     got_q.insert(got_q.end(), &got[static_cast<std::size_t>(t) * QKV], &got[static_cast<std::size_t>(t) * QKV + Q]);
     cache_k.insert(cache_k.end(), &got_k[row], &got_k[row + KV]);
     cache_v.insert(cache_v.end(), &got_v[row], &got_v[row + KV]);
-    want_v.insert(want_v.end(), &cpu[static_cast<std::size_t>(t) * QKV + Q + KV], &cpu[static_cast<std::size_t>(t + 1) * QKV]);
+    want_v.insert(want_v.end(), &cpu[static_cast<std::size_t>(t) * QKV + Q + KV],
+                  &cpu[static_cast<std::size_t>(t + 1) * QKV]);
   }
   CHECK(all_close(got_q, widen(q), kOpAtol, kOpRtol, q.size()));
   CHECK(all_close(cache_k, widen(k), kOpAtol, kOpRtol, k.size()));
   CHECK(all_close(cache_v, want_v, 0.0, 0.0, want_v.size()));  // one f32 add: identical bits
   // Every other cache row is still NaN: the kernel wrote only where the tables point.
   const std::size_t written = static_cast<std::size_t>(T) * KV;
-  CHECK(static_cast<std::size_t>(std::count_if(got_k.begin(), got_k.end(), [](float x) { return !std::isnan(x); })) == written);
-  CHECK(static_cast<std::size_t>(std::count_if(got_v.begin(), got_v.end(), [](float x) { return !std::isnan(x); })) == written);
+  CHECK(static_cast<std::size_t>(std::count_if(got_k.begin(), got_k.end(), [](float x) { return !std::isnan(x); })) ==
+        written);
+  CHECK(static_cast<std::size_t>(std::count_if(got_v.begin(), got_v.end(), [](float x) { return !std::isnan(x); })) ==
+        written);
 }
 
 TEST_CASE("fused residual add + RMSNorm and silu_mul_to match the CPU ops in f32 and round once to bf16",
@@ -157,14 +161,14 @@ TEST_CASE("naive attention over up to 32k keys at 32 over 8 heads of 128 matches
   }
   auto q = random_floats(static_cast<std::size_t>(T) * H * D, 102);
   for (auto& x : q) x *= 4.0f;  // a peaked softmax: a wrong key or head shows
-  const auto expected =
-      test::attention_reference(q, static_cast<std::size_t>(H) * D, seqs, AttentionShape{H, KVH, D});
+  const auto expected = test::attention_reference(q, static_cast<std::size_t>(H) * D, seqs, AttentionShape{H, KVH, D});
   const Tensor dk = on_device(k), dv = on_device(v), dq = on_device(q);
   std::vector<Tensor> dtables;
   std::vector<KVView> views;
   for (const auto& t : tables) {
     dtables.push_back(cuda::upload(t));
-    views.push_back({dk.as<float>(), dv.as<float>(), static_cast<std::size_t>(KV), dtables.back().as<const std::int32_t>(), block});
+    views.push_back(
+        {dk.as<float>(), dv.as<float>(), static_cast<std::size_t>(KV), dtables.back().as<const std::int32_t>(), block});
   }
   const Tensor dviews = cuda::upload(views), drows = cuda::upload(rows);
   const std::size_t scratch = cuda::attention_scores_floats(T, H, max_len);
@@ -181,7 +185,7 @@ TEST_CASE("naive attention over up to 32k keys at 32 over 8 heads of 128 matches
 
 TEST_CASE("device argmax: a NaN never wins and a row of NaNs gives 0, as servelab::argmax", "[gpu][ops]") {
   const int n = 151936;
-  std::vector<float> x(static_cast<std::size_t>(3) * n, NAN);  // row 0: all NaN
+  std::vector<float> x(static_cast<std::size_t>(3) * n, NAN);                                   // row 0: all NaN
   for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(n) + i] = (i % 2 == 0) ? NAN : -1.0f;  // row 1: NaN and -1
   x[static_cast<std::size_t>(n) + 12345] = 3.0f;
   for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(2) * n + i] = -INFINITY;  // row 2: all -inf but one NaN
@@ -204,7 +208,8 @@ TEST_CASE("a failed CUDA call leaves no stale error for the next launch check", 
   // Without the clear in check_cuda() the runtime would keep it as its last error, and the next
   // CUDA_CHECK_LAUNCH would blame the innocent kernel below. (Not testable without a GPU: there every
   // call fails with the same sticky initialisation error.)
-  REQUIRE_ERROR_MENTIONS(cuda::device_empty(DType::F32, {std::int64_t{1} << 50}), "cudaMalloc", "cudaErrorMemoryAllocation");
+  REQUIRE_ERROR_MENTIONS(cuda::device_empty(DType::F32, {std::int64_t{1} << 50}), "cudaMalloc",
+                         "cudaErrorMemoryAllocation");
   CHECK_FALSE(cuda::error_pending());
   const Tensor x = on_device(std::vector<float>(8, 1.0f)), y = on_device(std::vector<float>(8, 2.0f));
   cuda::add_inplace(x.as<float>(), y.as<const float>(), 8);  // would throw "launch of add_inplace_kernel failed"
@@ -274,7 +279,7 @@ TEST_CASE("decode steps allocate nothing, replay one CUDA graph, and give the bi
       const long growths = graphed->stats().plan_growths;  // the buffers were sized with the cache
       const auto with_graphs = decode_run(*graphed, *cache_g, vocab, steps);
       const auto without = decode_run(*eager, *cache_e, vocab, steps);
-      CHECK(graphed->stats().plan_growths == growths);  // no step allocated
+      CHECK(graphed->stats().plan_growths == growths);     // no step allocated
       CHECK(graphed->stats().graph_replays == steps - 1);  // the first decode step captured, the rest replayed
       CHECK(eager->stats().graph_replays == 0);
       REQUIRE(with_graphs.size() == static_cast<std::size_t>(2 * (steps + 1)) * vocab);

@@ -27,7 +27,7 @@ constexpr double kAtol = 10 * kOpAtol, kRtol = 10 * kOpRtol;
 /// Sequences of (cached, new) tokens in one batch, their K/V on the host and the device.
 struct RaggedKv {
   AttentionShape shape;
-  std::vector<std::vector<float>> k, v;          // per sequence [context, kv_dim]
+  std::vector<std::vector<float>> k, v;  // per sequence [context, kv_dim]
   std::vector<Tensor> dk, dv;
   std::vector<std::vector<std::int32_t>> tables;  // per sequence, when paged
   std::vector<Tensor> dtables;
@@ -54,8 +54,9 @@ struct RaggedKv {
       dv.push_back(on_device(v.back()));
       dtables.push_back(cuda::upload(tables.back()));
       const bool paged = block_size > 0;
-      host.push_back({T, fresh, cached, KVView{k.back().data(), v.back().data(), static_cast<std::size_t>(kv_dim),
-                                               paged ? tables.back().data() : nullptr, paged ? bs : 0}});
+      host.push_back({T, fresh, cached,
+                      KVView{k.back().data(), v.back().data(), static_cast<std::size_t>(kv_dim),
+                             paged ? tables.back().data() : nullptr, paged ? bs : 0}});
       device.push_back(KVView{dk.back().as<float>(), dv.back().as<float>(), static_cast<std::size_t>(kv_dim),
                               paged ? dtables.back().as<const std::int32_t>() : nullptr, paged ? bs : 0});
       for (int j = 0; j < fresh; ++j) rows.push_back({static_cast<int>(i), cached + j});
@@ -75,8 +76,7 @@ constexpr AttentionShape kShapes[] = {{2, 2, 64}, {14, 2, 64}, {8, 1, 128}, {12,
 
 }  // namespace
 
-TEST_CASE("CUDA flash prefill equals v0 on ragged batches - paged and contiguous - GQA 1:1 7:1 MQA",
-          "[gpu][flash]") {
+TEST_CASE("CUDA flash prefill equals v0 on ragged batches - paged and contiguous - GQA 1:1 7:1 MQA", "[gpu][flash]") {
   for (const AttentionShape& s : kShapes)
     for (int bs : {0, 16}) {
       // A 1000-token prefill, a decode, a 17-token chunk after 40 cached, a 1-token prompt: tiles straddle sequences.
@@ -98,12 +98,14 @@ TEST_CASE("CUDA split-K decode equals v0 in any number of pieces", "[gpu][flash]
       const auto cpu = widen(b.cpu());
       const Tensor dq = on_device(b.q), drows = cuda::upload(b.rows), dviews = cuda::upload(b.device);
       for (int pieces : {0, 1, 2, 3, 7, 64}) {
-        INFO("heads " << s.num_heads << ":" << s.num_kv_heads << " d " << s.head_dim << " block " << bs << " pieces " << pieces);
+        INFO("heads " << s.num_heads << ":" << s.num_kv_heads << " d " << s.head_dim << " block " << bs << " pieces "
+                      << pieces);
         const std::size_t scratch_floats = cuda::split_k_scratch_floats(b.T, s.num_heads, s.head_dim, 64);
         Tensor out = poisoned(b.q.size()), scratch = poisoned(scratch_floats);
         cuda::attention_split_k_decode(out.as<float>(), dq.as<const float>(), s.num_heads * s.head_dim,
                                        drows.as<const cuda::AttentionRow>(), dviews.as<const KVView>(), b.T, b.max_keys,
-                                       {s.num_heads, s.num_kv_heads, s.head_dim}, pieces, scratch.as<float>(), scratch_floats);
+                                       {s.num_heads, s.num_kv_heads, s.head_dim}, pieces, scratch.as<float>(),
+                                       scratch_floats);
         CHECK(all_close(on_host(out), cpu, kAtol, kRtol));
       }
     }

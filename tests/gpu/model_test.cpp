@@ -57,8 +57,8 @@ float top2_margin(std::span<const float> row) {
   return v[0] - v[1];
 }
 
-const char* const kModels[] = {"tiny", "tiny-llama", "small", "qwen2-tiny", "llama-tiny", "qwen2-tiny-bf16",
-                               "llama-tiny-f16"};
+const char* const kModels[] = {"tiny",       "tiny-llama",      "small",         "qwen2-tiny",
+                               "llama-tiny", "qwen2-tiny-bf16", "llama-tiny-f16"};
 
 }  // namespace
 
@@ -174,7 +174,8 @@ TEST_CASE("bf16: logits within the stated bound of the CPU's bf16 path, greedy p
   for (const char* name : {"tiny", "tiny-llama", "small", "qwen2-tiny-bf16"}) {
     DYNAMIC_SECTION(name) {
       const bool fixture = std::filesystem::exists(fixtures_dir() / name);
-      const double atol = fixture ? kBf16FixtureAtol : kBf16PresetAtol, rtol = fixture ? kBf16FixtureRtol : kBf16PresetRtol;
+      const double atol = fixture ? kBf16FixtureAtol : kBf16PresetAtol,
+                   rtol = fixture ? kBf16FixtureRtol : kBf16PresetRtol;
       auto cpu = make_model(name, Backend::CPU, DType::BF16);
       auto gpu = make_model(name, Backend::CUDA, DType::BF16);
       auto tokens = prompt_for(name, cpu->config().vocab_size);

@@ -25,8 +25,10 @@ namespace {
 Tensor host_matrix(const std::vector<float>& values, std::int64_t rows, std::int64_t cols, DType dtype) {
   Tensor t = Tensor::zeros(dtype, {rows, cols});
   for (std::size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DType::F32) t.as<float>()[i] = values[i];
-    else t.as<std::uint16_t>()[i] = f32_to_bf16(values[i]);
+    if (dtype == DType::F32)
+      t.as<float>()[i] = values[i];
+    else
+      t.as<std::uint16_t>()[i] = f32_to_bf16(values[i]);
   }
   return t;
 }
@@ -166,8 +168,10 @@ TEST_CASE("narrow_to: bf16 is the CPU's f32_to_bf16, f16 rounds to nearest", "[g
   for (std::size_t i = 0; i < x.size(); ++i) {
     const float back = f16_to_f32(f16[i]);
     INFO("x = " << x[i]);
-    if (std::isinf(x[i])) CHECK(back == x[i]);
-    else CHECK(std::abs(back - x[i]) <= std::max(std::abs(x[i]) * 0x1.0p-11f, 0x1.0p-25f));  // half an f16 ulp
+    if (std::isinf(x[i]))
+      CHECK(back == x[i]);
+    else
+      CHECK(std::abs(back - x[i]) <= std::max(std::abs(x[i]) * 0x1.0p-11f, 0x1.0p-25f));  // half an f16 ulp
   }
 }
 
@@ -176,7 +180,8 @@ TEST_CASE("GEMM through cuBLAS: f32, bf16 and f16 weights against a CPU referenc
   for (int M : {1, 7, 64, 300})
     for (auto [N, K] : {std::pair{33, 65}, std::pair{1152, 896}, std::pair{896, 4864}}) {
       DYNAMIC_SECTION("M " << M << " N " << N << " K " << K) {
-        const auto x = random_floats(static_cast<std::size_t>(M) * K, M + K), wv = random_floats(static_cast<std::size_t>(N) * K, N);
+        const auto x = random_floats(static_cast<std::size_t>(M) * K, M + K),
+                   wv = random_floats(static_cast<std::size_t>(N) * K, N);
         const Tensor dx = on_device(x);
         // f32: full f32 products (no TF32) against a double loop, so the bound measures cuBLAS alone.
         const Tensor w32 = host_matrix(wv, N, K, DType::F32);
@@ -201,7 +206,8 @@ TEST_CASE("GEMM through cuBLAS: f32, bf16 and f16 weights against a CPU referenc
           for (int n = 0; n < N; ++n) {
             double sum = 0.0;
             for (int k = 0; k < K; ++k)
-              sum += double(f16_to_f32(x_bits[static_cast<std::size_t>(m) * K + k])) * f16_to_f32(w_bits[static_cast<std::size_t>(n) * K + k]);
+              sum += double(f16_to_f32(x_bits[static_cast<std::size_t>(m) * K + k])) *
+                     f16_to_f32(w_bits[static_cast<std::size_t>(n) * K + k]);
             ref16[static_cast<std::size_t>(m) * N + n] = sum;
           }
         out = poisoned(outputs);
@@ -216,7 +222,9 @@ TEST_CASE("KV write and naive attention over a ragged batch match the CPU", "[gp
   // after 5 cached tokens, and a decode at position 999.
   ThreadPool pool(2);
   const int H = 14, KVH = 2, D = 64, Q = H * D, KV = KVH * D, QKV = Q + 2 * KV;
-  struct Shape { int computed, fresh; };
+  struct Shape {
+    int computed, fresh;
+  };
   const std::vector<Shape> shapes = {{0, 17}, {40, 1}, {5, 3}, {999, 1}};
   const int max_len = 1000;
   int T = 0;
@@ -271,8 +279,8 @@ TEST_CASE("KV write and naive attention over a ragged batch match the CPU", "[gp
     DYNAMIC_SECTION(rows_per_launch << " rows per launch") {
       const std::size_t scratch = cuda::attention_scores_floats(rows_per_launch, H, max_len);
       Tensor scores = poisoned(scratch), out = poisoned(cpu.size());
-      cuda::attention_naive(out.as<float>(), dqkv.as<const float>(), QKV, rows_p, dviews.as<const KVView>(), T,
-                            max_len, {H, KVH, D}, scores.as<float>(), scratch);
+      cuda::attention_naive(out.as<float>(), dqkv.as<const float>(), QKV, rows_p, dviews.as<const KVView>(), T, max_len,
+                            {H, KVH, D}, scores.as<float>(), scratch);
       CHECK(all_close(on_host(out), widen(cpu), kOpAtol, kOpRtol, cpu.size()));
     }
   }
@@ -288,12 +296,15 @@ TEST_CASE("naive attention reads K/V through a block table as the CPU does", "[g
   const int H = 4, KVH = 2, D = 32, KV = KVH * D, block = 16, tokens = 40;
   const std::vector<std::int32_t> table = {2, 0, 1};
   const auto k = random_floats(static_cast<std::size_t>(3) * block * KV, 40),
-             v = random_floats(static_cast<std::size_t>(3) * block * KV, 41), q = random_floats(static_cast<std::size_t>(tokens) * H * D, 42);
-  const KVView host_view{const_cast<float*>(k.data()), const_cast<float*>(v.data()), static_cast<std::size_t>(KV), table.data(), block};
+             v = random_floats(static_cast<std::size_t>(3) * block * KV, 41),
+             q = random_floats(static_cast<std::size_t>(tokens) * H * D, 42);
+  const KVView host_view{const_cast<float*>(k.data()), const_cast<float*>(v.data()), static_cast<std::size_t>(KV),
+                         table.data(), block};
   std::vector<float> cpu(q.size());
   attention_naive(KernelContext{&pool}, cpu.data(), q.data(), {AttentionSeq{0, tokens, 0, host_view}}, {H, KVH, D});
   const Tensor dk = on_device(k), dv = on_device(v), dq = on_device(q), dtable = cuda::upload(table);
-  const std::vector<KVView> views = {{dk.as<float>(), dv.as<float>(), static_cast<std::size_t>(KV), dtable.as<const std::int32_t>(), block}};
+  const std::vector<KVView> views = {
+      {dk.as<float>(), dv.as<float>(), static_cast<std::size_t>(KV), dtable.as<const std::int32_t>(), block}};
   std::vector<cuda::AttentionRow> rows;
   for (int t = 0; t < tokens; ++t) rows.push_back({0, t});
   const Tensor dviews = cuda::upload(views), drows = cuda::upload(rows);
@@ -307,7 +318,7 @@ TEST_CASE("naive attention reads K/V through a block table as the CPU does", "[g
 TEST_CASE("argmax per row: servelab::argmax's answer, ties to the lowest index", "[gpu][ops]") {
   const int R = 3, n = 151936;
   auto x = random_floats(static_cast<std::size_t>(R) * n, 50);
-  for (auto& v : x) v = std::round(v * 8.0f);  // many ties at the maximum
+  for (auto& v : x) v = std::round(v * 8.0f);           // many ties at the maximum
   x[static_cast<std::size_t>(2) * n + n - 1] = 100.0f;  // the last element wins outright
   const Tensor dx = on_device(x);
   Tensor out = cuda::device_empty(DType::F32, {R});

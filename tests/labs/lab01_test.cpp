@@ -69,7 +69,8 @@ TEST_CASE("lab 01 refuses bad flags with one error naming the flag", "[lab01]") 
   const std::string lab = LAB01_EXE;
   test::check_refused(lab + " --quick --max-new-tokens 1 --out /tmp", "--max-new-tokens must be >= 2");
   test::check_refused(lab + " --quick --out /proc/servelab-no", "--out /proc/servelab-no");
-  test::check_refused(lab + " --quick --prompt-len 4000 --max-new-tokens 200 --out /tmp", "max_position_embeddings (4096)");
+  test::check_refused(lab + " --quick --prompt-len 4000 --max-new-tokens 200 --out /tmp",
+                      "max_position_embeddings (4096)");
   CHECK(test::run_command(lab + " --no-such-flag").status != 0);
 }
 
@@ -90,7 +91,8 @@ TEST_CASE("a --quick run keeps an explicit --repeats and --warmup", "[lab01]") {
   test::ScratchDir out("lab01-quick-repeats");
   const auto quick = test::run_lab_quick(LAB01_EXE, "01_autoregressive", out.path());
   CHECK(quick.results["settings"]["timing"].get<std::string>().starts_with("1 warm-up + 1 timed runs"));
-  const auto explicit_timing = test::run_lab_quick(LAB01_EXE, "01_autoregressive", out.path(), "--repeats 2 --warmup 0");
+  const auto explicit_timing =
+      test::run_lab_quick(LAB01_EXE, "01_autoregressive", out.path(), "--repeats 2 --warmup 0");
   CHECK(explicit_timing.results["settings"]["timing"].get<std::string>().starts_with("0 warm-up + 2 timed runs"));
 }
 

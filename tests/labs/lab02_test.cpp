@@ -81,7 +81,8 @@ TEST_CASE("lab 02 --quick prints the article's table after checking token identi
   CHECK(test::table(results, "kv_memory")["rows"].size() == 12);
   const auto& work = test::table(results, "work_per_step");
   CHECK(work["rows"].back()[0] == "total");
-  for (const char* csv : {"kv_cache_speedup.csv", "work_per_step.csv", "kv_memory.csv", "kv_allocated.csv", "step_times.csv"})
+  for (const char* csv :
+       {"kv_cache_speedup.csv", "work_per_step.csv", "kv_memory.csv", "kv_allocated.csv", "step_times.csv"})
     CHECK(std::filesystem::exists(dir / csv));
 }
 

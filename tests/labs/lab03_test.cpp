@@ -16,16 +16,15 @@
 
 using namespace servelab;
 
-TEST_CASE("lab 03 = lab 02: it measures, it switches nothing on", "[lab03]") {
-  CHECK(test::ladder_step(3).empty());
-}
+TEST_CASE("lab 03 = lab 02: it measures, it switches nothing on", "[lab03]") { CHECK(test::ladder_step(3).empty()); }
 
-TEST_CASE("the prefill/decode article's table: a 4096 projection in fp16 at 410 / 683 / 1 / 32 FLOP per byte", "[lab03]") {
+TEST_CASE("the prefill/decode article's table: a 4096 projection in fp16 at 410 / 683 / 1 / 32 FLOP per byte",
+          "[lab03]") {
   auto intensity = [](int M) { return gemm_work(M, 4096, 4096, DType::F16, DType::F16).intensity(); };
-  CHECK(intensity(512) == Approx(409.6));    // ~410
+  CHECK(intensity(512) == Approx(409.6));                  // ~410
   CHECK(intensity(1024) == Approx(682.67).epsilon(1e-4));  // ~683 (the seed rounds to ~680)
   CHECK(std::round(intensity(1)) == 1);
-  CHECK(std::round(intensity(32)) == 32);  // 31.5
+  CHECK(std::round(intensity(32)) == 32);                            // 31.5
   CHECK(gpu("A100 80GB SXM").ridge() == Approx(153.0).margin(0.1));  // 312 TFLOP/s / 2,039 GB/s
   CHECK(bound_of(intensity(512), 153) == Bound::Compute);
   CHECK(bound_of(intensity(32), 153) == Bound::Memory);
@@ -64,8 +63,8 @@ TEST_CASE("the engine's op counters equal the closed form - ragged batches - bia
         const auto& ops = model->work_counter().ops();
         const double L = c.num_hidden_layers, T = 11, H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim();
         CHECK(ops.at("qkv_proj").flops == 2 * T * H * (Q + 2 * KV) * L);
-        CHECK(ops.at("attention").flops == L * (attention_flops(c, 0, 7) + attention_flops(c, 20, 1) +
-                                                attention_flops(c, 5, 3)) / L);
+        CHECK(ops.at("attention").flops ==
+              L * (attention_flops(c, 0, 7) + attention_flops(c, 20, 1) + attention_flops(c, 5, 3)) / L);
         CHECK(ops.at("lm_head").flops == 2.0 * 5 * c.vocab_size * H);
         CHECK(ops.at("kv_write").kv_written == L * T * 2 * KV * 4);
         CHECK(ops.at("attention").kv_read == L * (7 + 21 + 8) * 2 * KV * 4);
@@ -92,7 +91,7 @@ TEST_CASE("a decode step reads every weight once: step_work agrees with decode_w
 TEST_CASE("cost model: the roofline max plus overhead, and calibration recovers a known machine", "[lab03]") {
   const CostModel m{"test", 100e9, 10e9, 0.002, false, 1.0, 1.0};
   Work w;
-  w.flops = 1e9;        // 10 ms of compute
+  w.flops = 1e9;         // 10 ms of compute
   w.weight_bytes = 5e7;  // 5 ms of memory
   CHECK(m.predict(w) == Approx(0.012));
   // Points made by a machine reaching 50% of peak, 80% of bandwidth, with 1 ms of overhead per step.
@@ -117,7 +116,8 @@ TEST_CASE("predicted generation: with no overhead the cache saves the recomputed
   const ModelConfig c = preset("qwen2.5-1.5b");
   const StepDtypes fp16{DType::F16, DType::F16, DType::F16};
   const CostModel a100 = CostModel::for_hardware(gpu("A100 80GB SXM"), 0.0);
-  const double off = predict_generation(a100, c, fp16, 30, 400, false), on = predict_generation(a100, c, fp16, 30, 400, true);
+  const double off = predict_generation(a100, c, fp16, 30, 400, false),
+               on = predict_generation(a100, c, fp16, 30, 400, true);
   CHECK(off > on);
   // One step at a time, by hand, for two tokens without a cache: prefill 30, then prefill 31.
   const double two = a100.predict(step_work(c, fp16, {{0, 30}}, 1)) + a100.predict(step_work(c, fp16, {{0, 31}}, 1));

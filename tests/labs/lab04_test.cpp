@@ -10,7 +10,8 @@
 
 using namespace servelab;
 
-TEST_CASE("lab 04 = lab 03 + paged KV blocks and continuous batching: configure() differs in exactly its fields", "[lab04]") {
+TEST_CASE("lab 04 = lab 03 + paged KV blocks and continuous batching: configure() differs in exactly its fields",
+          "[lab04]") {
   CHECK(test::ladder_step(4) == test::Fields{"engine.scheduler.policy", "engine.block_size"});
   REQUIRE_ERROR_MENTIONS(Techniques::for_lab(8), "lab 8");
 }

@@ -40,7 +40,8 @@ TEST_CASE("lab 05 --quick validates every version and keeps lab 04's tokens", "[
   const auto hash = test::column(serving, "tokens hash");
   CHECK(serving["rows"][0][hash] == serving["rows"][1][hash]);
   CHECK(r.err.find("failed validation") == std::string::npos);
-  for (const char* csv : {"prefill.csv", "prefill_time.csv", "prefill_bytes.csv", "head_shapes.csv", "decode.csv", "serving.csv"})
+  for (const char* csv :
+       {"prefill.csv", "prefill_time.csv", "prefill_bytes.csv", "head_shapes.csv", "decode.csv", "serving.csv"})
     CHECK(std::filesystem::exists(dir / csv));
 }
 
@@ -51,9 +52,10 @@ TEST_CASE("lab 05 refuses bad flags with one error naming the flag", "[lab05]") 
   test::check_refused(lab + " --quick --attention fast --out /tmp", "--attention");
 }
 
-TEST_CASE("the tiny model with flash attention in deterministic mode gives a prompt's last logits the same bits "
-          "in a prefill and token by token",
-          "[lab05][deterministic]") {
+TEST_CASE(
+    "the tiny model with flash attention in deterministic mode gives a prompt's last logits the same bits "
+    "in a prefill and token by token",
+    "[lab05][deterministic]") {
   // Batch invariance end to end: prefill of 40 tokens at once, and the same 40
   // tokens fed one step at a time through the KV cache, end on the same row.
   ModelOptions options;

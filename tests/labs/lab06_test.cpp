@@ -23,7 +23,7 @@ TEST_CASE("lab 06 --quick splits the long prompt and keeps every token", "[lab06
   const auto& hol = test::table(results, "head_of_line");
   REQUIRE(hol["rows"].size() == 2);
   const auto prefill_steps = test::column(hol, "steps with prefill"), hash = test::column(hol, "tokens hash");
-  CHECK(hol["rows"][0][prefill_steps] == 2);  // no chunking: each of the two 512-token prompts in one step
+  CHECK(hol["rows"][0][prefill_steps] == 2);   // no chunking: each of the two 512-token prompts in one step
   CHECK(hol["rows"][1][prefill_steps] == 10);  // budget 128 beside 4 decodes: 124 + 124 + 124 + 124 + 16, twice
   CHECK(hol["rows"][0][hash] == hol["rows"][1][hash]);
   const auto& sweep = test::table(results, "budget_sweep");

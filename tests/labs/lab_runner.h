@@ -27,7 +27,8 @@ struct RunResult {
 
 /// Runs @p command through the shell, capturing stdout and stderr separately.
 inline RunResult run_command(const std::string& command) {
-  const auto err_file = std::filesystem::temp_directory_path() / ("servelab-lab-err-" + std::to_string(std::random_device{}()));
+  const auto err_file =
+      std::filesystem::temp_directory_path() / ("servelab-lab-err-" + std::to_string(std::random_device{}()));
   RunResult r;
   if (FILE* p = ::popen((command + " 2>'" + err_file.string() + "'").c_str(), "r")) {
     char buf[4096];
@@ -44,9 +45,9 @@ inline RunResult run_command(const std::string& command) {
 
 /// A successful `--quick` run of a lab: what it printed and the results it saved.
 struct QuickRun {
-  RunResult run;                  ///< exit status, stdout, stderr
-  std::filesystem::path dir;      ///< the lab's results folder
-  nlohmann::json results;         ///< <dir>/<lab>.json
+  RunResult run;              ///< exit status, stdout, stderr
+  std::filesystem::path dir;  ///< the lab's results folder
+  nlohmann::json results;     ///< <dir>/<lab>.json
 };
 
 /**
@@ -90,7 +91,6 @@ inline std::size_t column(const nlohmann::json& table, const std::string& column
   FAIL("table " << table["name"] << " has no column " << column);
   throw;
 }
-
 
 /**
  * @brief The configuration that run @p run of a lab recorded (results' "configurations"),

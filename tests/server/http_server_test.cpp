@@ -192,7 +192,8 @@ TEST_CASE("a stop string ends the reply before it, with finish_reason stop, stre
 TEST_CASE("a chat reply is the chat template's prompt answered, streamed or not", "[server]") {
   LiveServer live;
   const json request = {{"messages", json::array({{{"role", "user"}, {"content", "KV 캐시가 뭐예요?"}}})},
-                        {"max_tokens", 16}, {"temperature", 0}};
+                        {"max_tokens", 16},
+                        {"temperature", 0}};
   const auto whole = live.post("/v1/chat/completions", request.dump());
   REQUIRE(whole);
   REQUIRE(whole->status == 200);
@@ -224,8 +225,10 @@ TEST_CASE("bad requests get 4xx with an OpenAI error object, and the server keep
   };
   expect(live.post("/v1/completions", "{\"prompt\": "), 400, "not valid JSON");
   expect(live.post("/v1/completions", R"({"prompt": "hi", "max_tokens": 0})"), 400, "'max_tokens'");
-  expect(live.post("/v1/completions", R"({"prompt": "hi", "temperature": "warm"})"), 400, "'temperature' must be a number");
-  expect(live.post("/v1/completions", R"({"prompt": "hi", "model": "gpt-4"})"), 404, "The model `gpt-4` does not exist");
+  expect(live.post("/v1/completions", R"({"prompt": "hi", "temperature": "warm"})"), 400,
+         "'temperature' must be a number");
+  expect(live.post("/v1/completions", R"({"prompt": "hi", "model": "gpt-4"})"), 404,
+         "The model `gpt-4` does not exist");
   expect(live.post("/v1/completions", R"({"prompt": "hi", "max_tokens": 300})"), 400,
          "maximum context length is 256 tokens");
   std::string long_prompt = "[1";
@@ -359,7 +362,8 @@ TEST_CASE("a bounded load with random hang-ups finishes every request and return
   int completed = 0, hung_up = 0;
   for (std::size_t i = 0; i < result.requests.size(); ++i) {
     const BenchRequestResult& r = result.requests[i];
-    INFO("request " << i << ": " << r.error << " sent at " << r.times.first_scheduled << " tokens " << r.times.token_times.size());
+    INFO("request " << i << ": " << r.error << " sent at " << r.times.first_scheduled << " tokens "
+                    << r.times.token_times.size());
     CHECK((r.success || r.disconnected));
     if (r.success) CHECK(r.output_tokens == workload[i].max_tokens);
     completed += r.success;

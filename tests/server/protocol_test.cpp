@@ -84,7 +84,7 @@ TEST_CASE("every malformed request is a 400 naming the field", "[server]") {
         std::pair<int, std::string>{400, "stream_options"});
   CHECK(refusal(R"({"prompt": "x", "stop": [""]})") == std::pair<int, std::string>{400, "stop"});
   CHECK(refusal(R"({"prompt": "x", "stop": 5})") == std::pair<int, std::string>{400, "stop"});
-  CHECK(refusal(R"({"prompt": [1, 100]})") == std::pair<int, std::string>{400, "prompt"});  // outside the vocabulary
+  CHECK(refusal(R"({"prompt": [1, 100]})") == std::pair<int, std::string>{400, "prompt"});    // outside the vocabulary
   CHECK(refusal(R"({"prompt": ["a", "b"]})") == std::pair<int, std::string>{400, "prompt"});  // a batch
   CHECK(refusal(R"({"prompt": []})") == std::pair<int, std::string>{400, "prompt"});
   CHECK(refusal(R"({"prompt": "\ud800"})") == std::pair<int, std::string>{400, ""});  // not valid JSON text

@@ -32,9 +32,12 @@ namespace servelab::cpu {
 using RowsKernel = void (*)(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0,
                             int n1);
 
-void rows_generic(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1);  ///< portable C++
-void rows_avx2(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1);     ///< AVX2 + FMA, 8 lanes
-void rows_avx512(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1);   ///< AVX-512F/BW/VL, 16 lanes
+void rows_generic(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0,
+                  int n1);  ///< portable C++
+void rows_avx2(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0,
+               int n1);  ///< AVX2 + FMA, 8 lanes
+void rows_avx512(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0,
+                 int n1);  ///< AVX-512F/BW/VL, 16 lanes
 
 /**
  * @brief bf16 × bf16 row kernel on AVX512_BF16 (vdpbf16ps): the same tiles and

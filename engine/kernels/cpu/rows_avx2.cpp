@@ -41,7 +41,8 @@ inline void tile(float* out, const float* x, const W* w, int N, int K, int n, in
     for (int a = 0; a < NR; ++a) {
       const long row = static_cast<long>(n + a) * K;
       if (prefetch && k % 16 == 0)  // one prefetch per 64-byte line of f32
-        _mm_prefetch(reinterpret_cast<const char*>(w + row + static_cast<long>(tiling::kPrefetchRows) * K + k), _MM_HINT_T2);
+        _mm_prefetch(reinterpret_cast<const char*>(w + row + static_cast<long>(tiling::kPrefetchRows) * K + k),
+                     _MM_HINT_T2);
       const __m256 wv = load_w(w, row + k);
       for (int b = 0; b < MR; ++b) acc[a][b] = _mm256_fmadd_ps(wv, xv[b], acc[a][b]);
     }

@@ -39,7 +39,9 @@ inline void tile(float* out, const float* x, const W* w, int N, int K, int n, in
     for (int b = 0; b < MR; ++b) xv[b] = _mm512_loadu_ps(x + static_cast<long>(m + b) * K + k);
     for (int a = 0; a < NR; ++a) {
       const long row = static_cast<long>(n + a) * K;
-      if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(w + row + static_cast<long>(tiling::kPrefetchRows) * K + k), _MM_HINT_T2);
+      if (prefetch)
+        _mm_prefetch(reinterpret_cast<const char*>(w + row + static_cast<long>(tiling::kPrefetchRows) * K + k),
+                     _MM_HINT_T2);
       const __m512 wv = load_w(w, row + k);
       for (int b = 0; b < MR; ++b) acc[a][b] = _mm512_fmadd_ps(wv, xv[b], acc[a][b]);
     }

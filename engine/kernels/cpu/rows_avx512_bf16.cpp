@@ -10,13 +10,16 @@ namespace servelab::cpu {
 namespace {
 
 inline __m512bh load_bf16(const std::uint16_t* p) { return (__m512bh)_mm512_loadu_si512(p); }
-inline __m512bh load_bf16(const std::uint16_t* p, __mmask32 mask) { return (__m512bh)_mm512_maskz_loadu_epi16(mask, p); }
+inline __m512bh load_bf16(const std::uint16_t* p, __mmask32 mask) {
+  return (__m512bh)_mm512_maskz_loadu_epi16(mask, p);
+}
 
 // out[m..m+MR)[n..n+NR) as in rows_avx512.cpp, 32 products per instruction: vdpbf16ps adds
 // x[2i]·w[2i] + x[2i+1]·w[2i+1] into f32 lane i. A 32-element step reads one 64-byte line of each
 // weight row, so the rows ahead (tiling::kPrefetchRows) are prefetched a line per step.
 template <int NR, int MR>
-inline void tile(float* out, const std::uint16_t* x, const std::uint16_t* w, int N, int K, int n, int m, bool prefetch) {
+inline void tile(float* out, const std::uint16_t* x, const std::uint16_t* w, int N, int K, int n, int m,
+                 bool prefetch) {
   __m512 acc[NR][MR];
   for (int a = 0; a < NR; ++a)
     for (int b = 0; b < MR; ++b) acc[a][b] = _mm512_setzero_ps();
@@ -26,7 +29,9 @@ inline void tile(float* out, const std::uint16_t* x, const std::uint16_t* w, int
     for (int b = 0; b < MR; ++b) xv[b] = load_bf16(x + static_cast<long>(m + b) * K + k);
     for (int a = 0; a < NR; ++a) {
       const long row = static_cast<long>(n + a) * K;
-      if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(w + row + static_cast<long>(tiling::kPrefetchRows) * K + k), _MM_HINT_T2);
+      if (prefetch)
+        _mm_prefetch(reinterpret_cast<const char*>(w + row + static_cast<long>(tiling::kPrefetchRows) * K + k),
+                     _MM_HINT_T2);
       const __m512bh wv = load_bf16(w + row + k);
       for (int b = 0; b < MR; ++b) acc[a][b] = _mm512_dpbf16_ps(acc[a][b], wv, xv[b]);
     }

@@ -27,7 +27,8 @@ void rows_generic(float* out, const float* x, const void* w, bool w_bf16, int M,
       for (; k + 8 <= K; k += 8)
         for (int j = 0; j < 8; ++j) acc[j] += xm[k + j] * weight_at(w, w_bf16, base + k + j);
       for (int j = 0; k < K; ++k, ++j) acc[j] += xm[k] * weight_at(w, w_bf16, base + k);
-      out[static_cast<long>(m) * N + n] = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+      out[static_cast<long>(m) * N + n] =
+          ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
     }
   }
 }

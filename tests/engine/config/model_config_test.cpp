@@ -140,10 +140,11 @@ TEST_CASE("integers that do not fit and shapes whose products overflow are refus
 }
 
 TEST_CASE("config fields the engine does not compute are refused by name", "[config][bad-input]") {
-  const std::pair<const char*, json> unsupported[] = {
-      {"use_sliding_window", true}, {"hidden_act", "gelu_pytorch_tanh"}, {"mlp_bias", true},
-      {"attention_bias", true},  // Llama: biases on q/k/v and o_proj
-      {"layer_types", {"full_attention", "sliding_attention"}}};
+  const std::pair<const char*, json> unsupported[] = {{"use_sliding_window", true},
+                                                      {"hidden_act", "gelu_pytorch_tanh"},
+                                                      {"mlp_bias", true},
+                                                      {"attention_bias", true},  // Llama: biases on q/k/v and o_proj
+                                                      {"layer_types", {"full_attention", "sliding_attention"}}};
   for (const auto& [field, value] : unsupported) {
     json j = llama3_v4_config();
     j[field] = value;

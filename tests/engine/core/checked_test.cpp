@@ -22,8 +22,9 @@ TEST_CASE("checked_int keeps values in range and names the field otherwise", "[c
 TEST_CASE("parse_int takes the whole text or refuses it", "[checked][bad-input]") {
   CHECK(parse_int<std::int32_t>("9707", 0, 200000, "--prompt-ids") == 9707);
   // 4294967297 used to run as id 1.
-  REQUIRE_ERROR_MENTIONS(parse_int<std::int32_t>("4294967297", 0, std::numeric_limits<std::int32_t>::max(), "--prompt-ids"),
-                         "--prompt-ids must be an integer in [0, 2147483647], got 4294967297");
+  REQUIRE_ERROR_MENTIONS(
+      parse_int<std::int32_t>("4294967297", 0, std::numeric_limits<std::int32_t>::max(), "--prompt-ids"),
+      "--prompt-ids must be an integer in [0, 2147483647], got 4294967297");
   REQUIRE_ERROR_MENTIONS(parse_int<int>("99999999999999999999999", 0, 5, "--x"), "--x must be an integer in [0, 5]");
   for (const char* text : {"", "12x", " 1", "+1", "1.5", "0x10"}) {
     INFO("text '" << text << "'");

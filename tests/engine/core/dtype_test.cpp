@@ -26,10 +26,10 @@ TEST_CASE("f32 -> bf16 rounds to nearest even", "[dtype]") {
 TEST_CASE("f16 widens exactly / subnormals and specials included", "[dtype]") {
   CHECK(f16_to_f32(0x3c00) == 1.0f);
   CHECK(f16_to_f32(0xc000) == -2.0f);
-  CHECK(f16_to_f32(0x7bff) == 65504.0f);            // largest normal half
-  CHECK(f16_to_f32(0x0400) == 0x1.0p-14f);          // smallest normal
-  CHECK(f16_to_f32(0x0001) == 0x1.0p-24f);          // smallest subnormal
-  CHECK(f16_to_f32(0x03ff) == 0x1.ff8p-15f);        // largest subnormal
+  CHECK(f16_to_f32(0x7bff) == 65504.0f);      // largest normal half
+  CHECK(f16_to_f32(0x0400) == 0x1.0p-14f);    // smallest normal
+  CHECK(f16_to_f32(0x0001) == 0x1.0p-24f);    // smallest subnormal
+  CHECK(f16_to_f32(0x03ff) == 0x1.ff8p-15f);  // largest subnormal
   CHECK(std::signbit(f16_to_f32(0x8000)));
   CHECK(std::isinf(f16_to_f32(0x7c00)));
   CHECK(std::isnan(f16_to_f32(0x7e00)));

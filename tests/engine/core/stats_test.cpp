@@ -6,7 +6,7 @@
 using namespace servelab;
 
 TEST_CASE("percentile interpolates between closest ranks like numpy", "[metrics]") {
-  CHECK(percentile({4, 1, 3, 2}, 50) == 2.5);   // numpy.percentile([1,2,3,4], 50)
+  CHECK(percentile({4, 1, 3, 2}, 50) == 2.5);  // numpy.percentile([1,2,3,4], 50)
   CHECK(percentile({1, 2, 3, 4}, 0) == 1.0);
   CHECK(percentile({1, 2, 3, 4}, 100) == 4.0);
   std::vector<double> hundred;

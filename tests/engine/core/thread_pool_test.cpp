@@ -25,9 +25,11 @@ TEST_CASE("parallel_for visits every index exactly once", "[thread_pool]") {
 
 TEST_CASE("an exception in a worker reaches the caller and the pool stays usable", "[thread_pool]") {
   ThreadPool pool(2);
-  CHECK_THROWS_AS(pool.parallel_for(100, [](std::size_t b, std::size_t) {
-    if (b > 0) throw std::runtime_error("worker failed");
-  }), std::runtime_error);
+  CHECK_THROWS_AS(pool.parallel_for(100,
+                                    [](std::size_t b, std::size_t) {
+                                      if (b > 0) throw std::runtime_error("worker failed");
+                                    }),
+                  std::runtime_error);
   std::atomic<int> sum{0};
   pool.parallel_for(10, [&](std::size_t b, std::size_t e) { sum += static_cast<int>(e - b); });
   CHECK(sum == 10);

@@ -25,17 +25,17 @@ namespace {
 constexpr double kStartTimeout = 10, kRequestTimeout = 20, kExitTimeout = 10;
 
 struct ClusterOptions {
-  std::string tls = "tcp";       // UCX_TLS
-  std::string mode = "write";    // --kv-transfer
-  int decode_blocks = 64;        // --num-blocks of the decode worker
-  double kv_timeout = 5;         // --kv-timeout of both workers
-  double worker_timeout = 2;     // the router's --worker-timeout
-  double router_timeout = 3;     // the workers' --router-timeout
-  std::string link = "none";     // --link
-  bool both = false;             // one worker of role both instead of a prefill and a decode worker
-  bool layerwise = false;        // --layerwise
+  std::string tls = "tcp";                      // UCX_TLS
+  std::string mode = "write";                   // --kv-transfer
+  int decode_blocks = 64;                       // --num-blocks of the decode worker
+  double kv_timeout = 5;                        // --kv-timeout of both workers
+  double worker_timeout = 2;                    // the router's --worker-timeout
+  double router_timeout = 3;                    // the workers' --router-timeout
+  std::string link = "none";                    // --link
+  bool both = false;                            // one worker of role both instead of a prefill and a decode worker
+  bool layerwise = false;                       // --layerwise
   int prefill_workers = 1, decode_workers = 1;  // xPyD (not with both)
-  std::vector<std::string> engine_flags = {};    // more flags for every worker's engine
+  std::vector<std::string> engine_flags = {};   // more flags for every worker's engine
 };
 
 // A router and one worker of each role, stopped (and reaped) when it goes out of scope.
@@ -66,11 +66,29 @@ struct Cluster {
   std::unique_ptr<ChildProcess> start_worker(const std::string& role, int blocks) const {
     const std::vector<std::pair<std::string, std::string>> env{
         {"UCX_TLS", options.tls}, {"UCX_NET_DEVICES", options.tls == "tcp" ? "lo" : "all"}};
-    std::vector<std::string> argv{SERVELAB_EXE, "worker", "--role", role, "--router", endpoint, "--preset", "tiny",
-                                  "--threads", "1", "--deterministic", "--num-blocks", std::to_string(blocks),
-                                  "--block-size", "4", "--kv-transfer", options.mode, "--kv-timeout",
-                                  std::to_string(options.kv_timeout), "--router-timeout",
-                                  std::to_string(options.router_timeout), "--link", options.link};
+    std::vector<std::string> argv{SERVELAB_EXE,
+                                  "worker",
+                                  "--role",
+                                  role,
+                                  "--router",
+                                  endpoint,
+                                  "--preset",
+                                  "tiny",
+                                  "--threads",
+                                  "1",
+                                  "--deterministic",
+                                  "--num-blocks",
+                                  std::to_string(blocks),
+                                  "--block-size",
+                                  "4",
+                                  "--kv-transfer",
+                                  options.mode,
+                                  "--kv-timeout",
+                                  std::to_string(options.kv_timeout),
+                                  "--router-timeout",
+                                  std::to_string(options.router_timeout),
+                                  "--link",
+                                  options.link};
     if (options.layerwise) argv.push_back("--layerwise");
     argv.insert(argv.end(), options.engine_flags.begin(), options.engine_flags.end());
     return std::make_unique<ChildProcess>(argv, env);
@@ -115,7 +133,8 @@ std::vector<std::vector<std::int32_t>> colocated_tokens(const std::vector<Client
     engine.add_request(r.prompt, r.sampling.params, r.max_tokens, r.sampling.stop_token_ids);
   while (engine.has_unfinished_requests()) engine.step();
   std::vector<std::vector<std::int32_t>> out;
-  for (const Request* r : engine.requests()) out.emplace_back(r->output_token_ids().begin(), r->output_token_ids().end());
+  for (const Request* r : engine.requests())
+    out.emplace_back(r->output_token_ids().begin(), r->output_token_ids().end());
   return out;
 }
 
@@ -184,7 +203,8 @@ TEST_CASE("a worker of both roles serves alone, colocated: the same tokens, no K
   CHECK(cluster.stop().first == std::optional<int>(0));  // every block free at exit
 }
 
-TEST_CASE("layer-wise streaming moves the same KV as the whole-request write, and says how much overlapped", "[disagg]") {
+TEST_CASE("layer-wise streaming moves the same KV as the whole-request write, and says how much overlapped",
+          "[disagg]") {
   const std::vector<ClientRequest> rs = requests();
   std::vector<ClientResult> whole, streamed;
   {
@@ -248,8 +268,7 @@ TEST_CASE("a prefill worker killed before KV_READY: decode frees the blocks and 
   REQUIRE(cluster.prefill->wait_for(kExitTimeout).has_value());
   const ClientResult lost = run_client(cluster.endpoint, one, kRequestTimeout)[0];
   INFO("reason: " << lost.error);
-  CHECK_THAT(lost.error, Catch::Contains("no KV arrived within --kv-timeout") ||
-                             Catch::Contains("stopped responding"));
+  CHECK_THAT(lost.error, Catch::Contains("no KV arrived within --kv-timeout") || Catch::Contains("stopped responding"));
   // A new prefill worker; the request needs every decode block, so it succeeds only if they were freed.
   cluster.prefill = cluster.start_worker("prefill", 64);
   ClientResult again;
@@ -318,11 +337,12 @@ TEST_CASE("a sampled request and a stop token reach the decode worker: the coloc
   CHECK(cluster.stop() == std::pair{std::optional<int>(0), std::optional<int>(0)});
 }
 
-TEST_CASE("workers with lab 06's chunked prefill (budget 8, prompts up to 17 tokens): the colocated tokens", "[disagg]") {
+TEST_CASE("workers with lab 06's chunked prefill (budget 8, prompts up to 17 tokens): the colocated tokens",
+          "[disagg]") {
   const std::string role = GENERATE("split", "both");
   INFO(role);
-  Cluster cluster({.both = role == "both",
-                   .engine_flags = {"--enable-chunked-prefill", "--max-num-batched-tokens", "8"}});
+  Cluster cluster(
+      {.both = role == "both", .engine_flags = {"--enable-chunked-prefill", "--max-num-batched-tokens", "8"}});
   const std::vector<ClientRequest> rs = requests();
   const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
   if (role == "split") {

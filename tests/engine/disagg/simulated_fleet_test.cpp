@@ -65,8 +65,8 @@ TEST_CASE("a prefill instance's transfers queue on its one link", "[disagg]") {
 }
 
 // The times a plain simulated engine gives requests @p picked of @p w, all there at t = 0.
-std::vector<RequestTimes> plain(const SimulatedModel& sim, const EngineConfig& config, const std::vector<WorkloadRequest>& w,
-                                const std::vector<std::size_t>& picked) {
+std::vector<RequestTimes> plain(const SimulatedModel& sim, const EngineConfig& config,
+                                const std::vector<WorkloadRequest>& w, const std::vector<std::size_t>& picked) {
   Engine engine(sim, config);
   for (std::size_t i : picked) engine.add_request(w[i].prompt_ids, {}, w[i].max_tokens, {}, 0);
   while (engine.has_unfinished_requests()) engine.step();
@@ -82,7 +82,8 @@ TEST_CASE("colocated xN is N simulated engines, requests dealt round robin", "[d
   const FleetConfig f = fleet({0, 2});
   const FleetRun two = simulate_fleet(sim, f, w);
   CHECK(two.transfer_seconds.empty());
-  const std::vector<RequestTimes> even = plain(sim, f.colocated, w, {0, 2, 4}), odd = plain(sim, f.colocated, w, {1, 3, 5});
+  const std::vector<RequestTimes> even = plain(sim, f.colocated, w, {0, 2, 4}),
+                                  odd = plain(sim, f.colocated, w, {1, 3, 5});
   for (std::size_t k = 0; k < 3; ++k) {
     CHECK(two.times[2 * k].token_times == even[k].token_times);
     CHECK(two.times[2 * k + 1].token_times == odd[k].token_times);

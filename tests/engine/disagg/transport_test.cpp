@@ -31,7 +31,7 @@ TEST_CASE("contiguous runs of (layer, block) merge into one descriptor", "[disag
   // per (layer, K/V): run [4,5,6 -> 0,1,2] (12 tokens) and run [9 -> 3] (2 tokens)
   REQUIRE(plan.descriptors.size() == 2 * 2 * 2);
   CHECK(plan.num_uncoalesced == 2 * 2 * 4);
-  CHECK(plan.bytes == 2ull * 2 * 14 * 2 * 4);  // 2 (K,V) * layers * tokens * kv_dim * 4 bytes
+  CHECK(plan.bytes == 2ull * 2 * 14 * 2 * 4);             // 2 (K,V) * layers * tokens * kv_dim * 4 bytes
   const TransferDescriptor& first = plan.descriptors[0];  // layer 0, K, blocks 4..6
   CHECK(first.local_region == 0);
   CHECK(first.local_offset == 4 * 4 * 8);
@@ -61,7 +61,9 @@ constexpr std::uint64_t kDataTag = 1ull << 32, kDoneTag = 2ull << 32;
 constexpr std::size_t kBufferBytes = 3 << 20;
 constexpr double kTimeout = 10;  // generous: two sanitizer-built processes on a loaded 2-core machine
 
-std::byte pattern(std::size_t i, unsigned seed) { return static_cast<std::byte>((i * 131 + seed * 7 + (i >> 9)) & 0xff); }
+std::byte pattern(std::size_t i, unsigned seed) {
+  return static_cast<std::byte>((i * 131 + seed * 7 + (i >> 9)) & 0xff);
+}
 
 void write_all(int fd, const std::string& s) {
   const std::uint64_t n = s.size();
@@ -109,7 +111,9 @@ std::vector<TransferDescriptor> mirrored(std::vector<TransferDescriptor> d) {
   }
   return d;
 }
-std::uint64_t hash_of(const std::vector<std::byte>& b) { return fnv1a({reinterpret_cast<const char*>(b.data()), b.size()}); }
+std::uint64_t hash_of(const std::vector<std::byte>& b) {
+  return fnv1a({reinterpret_cast<const char*>(b.data()), b.size()});
+}
 
 // The peer: registers a buffer (seed 2 pattern, or zeros when it receives), publishes its
 // info, serves the transfer, and reports the hash of its buffer once the parent says done.

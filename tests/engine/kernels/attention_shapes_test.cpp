@@ -13,7 +13,6 @@
 
 using namespace servelab;
 
-
 TEST_CASE("attention at head_dim 128 with 32 query heads over 8 KV heads and 8k keys matches a double loop",
           "[attention]") {
   ThreadPool pool(2);

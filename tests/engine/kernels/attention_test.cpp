@@ -43,7 +43,9 @@ TEST_CASE("GQA: query head h reads kv head h / group - ragged sequences", "[atte
   ThreadPool pool(2);
   const int H = 4, KVH = 2, D = 8;
   // Two sequences: A has 3 cached + 2 new tokens, B has 0 cached + 4 new.
-  struct S { int computed, fresh; };
+  struct S {
+    int computed, fresh;
+  };
   const S shapes[] = {{3, 2}, {0, 4}};
   std::vector<std::vector<float>> ks, vs;
   std::vector<AttentionSeq> seqs;
@@ -78,7 +80,8 @@ TEST_CASE("blocked attention equals naive attention - ragged - GQA - cached pref
         ks.push_back(test::random_floats(static_cast<std::size_t>(blocks) * block * KVH * D, 40 + s));
         vs.push_back(test::random_floats(ks.back().size(), 50 + s));
         tables.emplace_back();
-        for (int b = 0; b < blocks; ++b) tables.back().push_back(blocks - 1 - b);  // reversed: runs break at every block
+        for (int b = 0; b < blocks; ++b)
+          tables.back().push_back(blocks - 1 - b);  // reversed: runs break at every block
         KVView kv{ks.back().data(), vs.back().data(), static_cast<std::size_t>(KVH * D),
                   paged ? tables.back().data() : nullptr, paged ? block : 0};
         seqs.push_back({row, shapes[s].second, shapes[s].first, kv});

@@ -48,10 +48,14 @@ std::vector<Version> versions() {
       {"v1 standard", attention_standard},
       {"v2 blocked", attention_blocked},
       {"v3 flash", attention_flash},
-      {"v4 split-K 1 piece", [](auto& c, float* o, const float* q, auto& s, auto& sh) { attention_split_k(c, o, q, s, sh, 1); }},
-      {"v4 split-K 3 pieces", [](auto& c, float* o, const float* q, auto& s, auto& sh) { attention_split_k(c, o, q, s, sh, 3); }},
-      {"v4 split-K 7 pieces", [](auto& c, float* o, const float* q, auto& s, auto& sh) { attention_split_k(c, o, q, s, sh, 7); }},
-      {"engine flash", [](auto& c, float* o, const float* q, auto& s, auto& sh) { attention(c, AttentionKind::FLASH, o, q, s, sh); }},
+      {"v4 split-K 1 piece",
+       [](auto& c, float* o, const float* q, auto& s, auto& sh) { attention_split_k(c, o, q, s, sh, 1); }},
+      {"v4 split-K 3 pieces",
+       [](auto& c, float* o, const float* q, auto& s, auto& sh) { attention_split_k(c, o, q, s, sh, 3); }},
+      {"v4 split-K 7 pieces",
+       [](auto& c, float* o, const float* q, auto& s, auto& sh) { attention_split_k(c, o, q, s, sh, 7); }},
+      {"engine flash",
+       [](auto& c, float* o, const float* q, auto& s, auto& sh) { attention(c, AttentionKind::FLASH, o, q, s, sh); }},
   };
 }
 
@@ -68,7 +72,9 @@ struct Problem {
     q = test::random_floats(static_cast<std::size_t>(n) * s.num_heads * s.head_dim, seed + 2);
     for (auto& x : q) x *= 4.0f;  // sharper softmax than O(1) scores: the max matters
   }
-  KVView view() { return {k.data(), v.data(), static_cast<std::size_t>(shape.num_kv_heads * shape.head_dim), nullptr, 0}; }
+  KVView view() {
+    return {k.data(), v.data(), static_cast<std::size_t>(shape.num_kv_heads * shape.head_dim), nullptr, 0};
+  }
   std::vector<float> run(const Fn& fn, const KernelContext& ctx, KVView kv) const {
     std::vector<float> out(q.size(), NAN);
     fn(ctx, out.data(), q.data(), {AttentionSeq{0, num_new, L - num_new, kv}}, shape);
@@ -99,10 +105,10 @@ TEST_CASE("every version picks the one key a large query matches", "[flash][hand
   for (bool det : {false, true})
     for (const Version& ver : versions()) {
       {
-  INFO(ver.name << (det ? " deterministic" : " fast"));
+        INFO(ver.name << (det ? " deterministic" : " fast"));
         std::vector<float> out(D, NAN);
-        ver.fn(KernelContext{&pool, det}, out.data(), q.data(), {AttentionSeq{0, 1, 3, KVView{k.data(), v.data(), D, nullptr, 0}}},
-               {1, 1, D});
+        ver.fn(KernelContext{&pool, det}, out.data(), q.data(),
+               {AttentionSeq{0, 1, 3, KVView{k.data(), v.data(), D, nullptr, 0}}}, {1, 1, D});
         for (float o : out) CHECK(o == Approx(3.0f).margin(1e-6));
       }
     }
@@ -119,10 +125,10 @@ TEST_CASE("every version gives the mean of the values when all scores tie - and 
   for (bool det : {false, true})
     for (const Version& ver : versions()) {
       {
-  INFO(ver.name << (det ? " deterministic" : " fast"));
+        INFO(ver.name << (det ? " deterministic" : " fast"));
         std::vector<float> out(L * D, NAN);
-        ver.fn(KernelContext{&pool, det}, out.data(), q.data(), {AttentionSeq{0, L, 0, KVView{k.data(), v.data(), D, nullptr, 0}}},
-               {1, 1, D});
+        ver.fn(KernelContext{&pool, det}, out.data(), q.data(),
+               {AttentionSeq{0, L, 0, KVView{k.data(), v.data(), D, nullptr, 0}}}, {1, 1, D});
         for (int i = 0; i < L; ++i) CHECK(out[i * D] == Approx(i / 2.0).margin(1e-6));
         CHECK(out[0] == 0.0f);
       }
@@ -137,15 +143,15 @@ TEST_CASE("every version equals v0 on ragged shapes - causal prefill - decode - 
     for (int L : {1, 17, 1000})
       // Causal prefill (L queries over L keys), a decode (1 query sees every key), a 17-token chunk after a cache.
       for (int num_new : {L, 1, std::min(L, 17)}) {
-        if (L == 1000 && num_new == L && shape.num_heads > 7) continue;  // the 7:1 ratio is covered by kGQA7 at L = 1000
+        if (L == 1000 && num_new == L && shape.num_heads > 7)
+          continue;  // the 7:1 ratio is covered by kGQA7 at L = 1000
         Problem p(shape, L, num_new, static_cast<unsigned>(L * 13 + num_new + shape.num_heads));
         const auto ref = as_double(p.run(attention_naive, KernelContext{&pool}, p.view()));
         for (bool det : {false, true})
           for (const Version& ver : versions()) {
             {
-  INFO(ver.name << (det ? " deterministic" : " fast") << " heads " << shape.num_heads << ":"
-                                     << shape.num_kv_heads << " d " << shape.head_dim << " L " << L << " new "
-                                     << num_new);
+              INFO(ver.name << (det ? " deterministic" : " fast") << " heads " << shape.num_heads << ":"
+                            << shape.num_kv_heads << " d " << shape.head_dim << " L " << L << " new " << num_new);
               CHECK(test::all_close(p.run(ver.fn, KernelContext{&pool, det}, p.view()), ref, kAtol, kRtol));
             }
           }
@@ -158,13 +164,15 @@ TEST_CASE("flash handles query and key tiles that end at the sequence's end", "[
   for (int L : {63, 64, 65, 255, 256, 257, 320})
     for (bool det : {false, true}) {
       {
-  INFO("L " << L << (det ? " deterministic" : " fast"));
+        INFO("L " << L << (det ? " deterministic" : " fast"));
         Problem p(kMQA, L, L, static_cast<unsigned>(L));
         const auto ref = as_double(p.run(attention_naive, KernelContext{&pool}, p.view()));
         CHECK(test::all_close(p.run(attention_flash, KernelContext{&pool, det}, p.view()), ref, kAtol, kRtol));
         Problem d(kMQA, L, 1, static_cast<unsigned>(L + 1));
         const auto dref = as_double(d.run(attention_naive, KernelContext{&pool}, d.view()));
-        const Fn split_auto = [](auto& c, float* o, const float* q, auto& s, auto& sh) { attention_split_k(c, o, q, s, sh); };
+        const Fn split_auto = [](auto& c, float* o, const float* q, auto& s, auto& sh) {
+          attention_split_k(c, o, q, s, sh);
+        };
         CHECK(test::all_close(d.run(split_auto, KernelContext{&pool, det}, d.view()), dref, kAtol, kRtol));
       }
     }
@@ -179,7 +187,7 @@ TEST_CASE("split-K in any number of pieces equals one pass", "[flash][split-k]")
     const auto one_pass = as_double(p.run(one, KernelContext{&pool}, p.view()));
     for (int pieces : {2, 3, 4, 5, 7, 8, 15, 16, 17, 100}) {
       {
-  INFO("new tokens " << num_new << " pieces " << pieces);
+        INFO("new tokens " << num_new << " pieces " << pieces);
         const Fn split = [pieces](auto& c, float* o, const float* q, auto& s, auto& sh) {
           attention_split_k(c, o, q, s, sh, pieces);
         };
@@ -192,11 +200,11 @@ TEST_CASE("split-K in any number of pieces equals one pass", "[flash][split-k]")
 }
 
 TEST_CASE("split-K pieces: one while the items fill the threads - more for a long lone decode", "[flash][split-k]") {
-  CHECK(split_k_pieces(32768, 2, 2) == 4);     // 2 KV heads on 2 threads: four items per thread
+  CHECK(split_k_pieces(32768, 2, 2) == 4);  // 2 KV heads on 2 threads: four items per thread
   CHECK(split_k_pieces(32768, 1, 2) == 8);
-  CHECK(split_k_pieces(32768, 64, 2) == 1);    // a batch of 32 sequences × 2 KV heads already fills them
-  CHECK(split_k_pieces(1000, 1, 2) == 2);      // 16 tiles: pieces of at least 8 tiles, so 2 at most
-  CHECK(split_k_pieces(100, 1, 16) == 1);      // shorter than 8 tiles: one piece
+  CHECK(split_k_pieces(32768, 64, 2) == 1);  // a batch of 32 sequences × 2 KV heads already fills them
+  CHECK(split_k_pieces(1000, 1, 2) == 2);    // 16 tiles: pieces of at least 8 tiles, so 2 at most
+  CHECK(split_k_pieces(100, 1, 16) == 1);    // shorter than 8 tiles: one piece
 }
 
 TEST_CASE("paged flash and split-K equal contiguous - bit for bit in deterministic mode", "[flash][paged]") {
@@ -213,8 +221,10 @@ TEST_CASE("paged flash and split-K equal contiguous - bit for bit in determinist
         std::vector<float> pk(table.size() * bs * kv_dim, NAN), pv = pk;
         for (int t = 0; t < L; ++t) {
           const std::size_t row = static_cast<std::size_t>(table[static_cast<std::size_t>(t / bs)]) * bs + t % bs;
-          std::copy_n(p.k.begin() + static_cast<std::ptrdiff_t>(t) * kv_dim, kv_dim, pk.begin() + static_cast<std::ptrdiff_t>(row * kv_dim));
-          std::copy_n(p.v.begin() + static_cast<std::ptrdiff_t>(t) * kv_dim, kv_dim, pv.begin() + static_cast<std::ptrdiff_t>(row * kv_dim));
+          std::copy_n(p.k.begin() + static_cast<std::ptrdiff_t>(t) * kv_dim, kv_dim,
+                      pk.begin() + static_cast<std::ptrdiff_t>(row * kv_dim));
+          std::copy_n(p.v.begin() + static_cast<std::ptrdiff_t>(t) * kv_dim, kv_dim,
+                      pv.begin() + static_cast<std::ptrdiff_t>(row * kv_dim));
         }
         const KVView paged{pk.data(), pv.data(), static_cast<std::size_t>(kv_dim), table.data(), bs};
         for (bool det : {false, true})
@@ -222,8 +232,8 @@ TEST_CASE("paged flash and split-K equal contiguous - bit for bit in determinist
             if (ver.name == "v1 standard" || ver.name == "v2 blocked") continue;  // lab 04 tests those
             if (ver.name.starts_with("v4") && num_new > 1) continue;  // split-K is the decode path; prefills go to v3
             {
-  INFO(ver.name << (det ? " deterministic" : " fast") << " L " << L << " block " << bs << " new "
-                                     << num_new);
+              INFO(ver.name << (det ? " deterministic" : " fast") << " L " << L << " block " << bs << " new "
+                            << num_new);
               const auto contiguous = p.run(ver.fn, KernelContext{&pool, det}, p.view());
               const auto in_blocks = p.run(ver.fn, KernelContext{&pool, det}, paged);
               if (det)
@@ -245,7 +255,8 @@ TEST_CASE("deterministic flash gives a row the same bits in a prefill - a decode
   Problem p(kGQA7x2, 300, 300, 5);
   const std::size_t row = static_cast<std::size_t>(kGQA7x2.num_heads) * kGQA7x2.head_dim;
   const std::vector<float> last_q(p.q.end() - static_cast<std::ptrdiff_t>(row), p.q.end());
-  const auto flash = [&](ThreadPool& pool, std::vector<AttentionSeq> seqs, const std::vector<float>& q, std::size_t rows) {
+  const auto flash = [&](ThreadPool& pool, std::vector<AttentionSeq> seqs, const std::vector<float>& q,
+                         std::size_t rows) {
     std::vector<float> out(rows * row, NAN);
     attention(KernelContext{&pool, true}, AttentionKind::FLASH, out.data(), q.data(), seqs, kGQA7x2);
     return out;
@@ -260,15 +271,18 @@ TEST_CASE("deterministic flash gives a row the same bits in a prefill - a decode
   std::vector<float> q(other.q.begin(), other.q.begin() + static_cast<std::ptrdiff_t>(40 * row));
   q.insert(q.end(), last_q.begin(), last_q.end());
   q.insert(q.end(), other.q.end() - static_cast<std::ptrdiff_t>(row), other.q.end());
-  const auto batch = flash(two, {AttentionSeq{0, 40, 0, other.view()}, AttentionSeq{40, 1, 299, p.view()},
-                                 AttentionSeq{41, 1, 999, other.view()}}, q, 42);
+  const auto batch = flash(two,
+                           {AttentionSeq{0, 40, 0, other.view()}, AttentionSeq{40, 1, 299, p.view()},
+                            AttentionSeq{41, 1, 999, other.view()}},
+                           q, 42);
   CHECK(std::vector<float>(batch.begin() + static_cast<std::ptrdiff_t>(40 * row),
                            batch.begin() + static_cast<std::ptrdiff_t>(41 * row)) == from_prefill);
 }
 
 TEST_CASE("the byte counts match a count by hand on one tile", "[flash][traffic]") {
   // One head of width 4, 256 tokens: every version reads Q and writes O (2·256·4 floats).
-  const AttentionProblem p{.shape = {1, 1, 4}, .num_new_tokens = 256, .num_computed_tokens = 0, .block_size = 0, .num_splits = 1};
+  const AttentionProblem p{
+      .shape = {1, 1, 4}, .num_new_tokens = 256, .num_computed_tokens = 0, .block_size = 0, .num_splits = 1};
   const double qo = 2.0 * 256 * 4 * 4, pairs = 256.0 * 257 / 2;
   const double M = 1 << 20;
   // v0: each query reads K and V of its p + 1 keys.
@@ -289,7 +303,8 @@ TEST_CASE("the byte counts match a count by hand on one tile", "[flash][traffic]
 
 TEST_CASE("at L = 4096 on qwen2.5-0.5b's heads flash moves over 10x fewer bytes than standard attention",
           "[flash][traffic]") {
-  const AttentionProblem p{.shape = {14, 2, 64}, .num_new_tokens = 4096, .num_computed_tokens = 0, .block_size = 0, .num_splits = 1};
+  const AttentionProblem p{
+      .shape = {14, 2, 64}, .num_new_tokens = 4096, .num_computed_tokens = 0, .block_size = 0, .num_splits = 1};
   const double M = 1 << 20;
   const double standard = attention_traffic(AttentionVersion::STANDARD, p, M).bytes;
   const double flash = attention_traffic(AttentionVersion::FLASH, p, M).bytes;

@@ -25,7 +25,7 @@ struct Shape {
   int M, N, K;
 };
 const Shape kShapes[] = {
-    {1, 1, 1},   {1, 7, 63},   {7, 1, 65},     {7, 63, 300},  {63, 65, 7},    {65, 300, 63},
+    {1, 1, 1},   {1, 7, 63},    {7, 1, 65},     {7, 63, 300},  {63, 65, 7},    {65, 300, 63},
     {300, 7, 1}, {300, 65, 65}, {63, 300, 300}, {7, 4864, 65}, {65, 63, 4864}, {1, 300, 4864},
 };
 
@@ -48,8 +48,8 @@ TEST_CASE("oneDNN matmul = x W^T with f32 weights on odd shapes, 1 and 2 threads
     for (ThreadPool* pool : {&one, &two}) {
       std::vector<float> out(static_cast<std::size_t>(s.M) * s.N, NAN);  // poisoned: an unwritten element fails
       matmul_dnnl(KernelContext{pool, false}, out.data(), x.data(), w, s.M);
-      INFO(cpu::isa_name(cpu::active_isa()) << " M " << s.M << " N " << s.N << " K " << s.K << " threads "
-                                            << pool->num_threads());
+      INFO(cpu::isa_name(cpu::active_isa())
+           << " M " << s.M << " N " << s.N << " K " << s.K << " threads " << pool->num_threads());
       CHECK(test::all_close(out, expected, test::kKernelAtol * std::sqrt(s.K), test::kKernelRtol));
     }
   }
@@ -68,8 +68,9 @@ TEST_CASE("oneDNN matmul with bf16 weights stays within its rounding bound - wid
       matmul_dnnl(KernelContext{.pool = &two, .bf16_activations = bf16_activations}, out.data(), x.data(), w, s.M);
       const bool bf16_math = bf16_activations && dnnl_bf16_arithmetic();
       const auto [outside, first] = test::outside_bf16_bound(out, x, w, s.M, bf16_math);
-      INFO((bf16_math ? "bf16 arithmetic" : "widened to f32") << " M " << s.M << " N " << s.N << " K " << s.K << ": "
-                                                                << outside << " of " << out.size() << " outside the bound; " << first);
+      INFO((bf16_math ? "bf16 arithmetic" : "widened to f32")
+           << " M " << s.M << " N " << s.N << " K " << s.K << ": " << outside << " of " << out.size()
+           << " outside the bound; " << first);
       CHECK(outside == 0);
     }
   }

@@ -54,7 +54,8 @@ TEST_CASE("rms_inv: 1 / sqrt(sum_sq / n + eps), the same bits from the sum or th
   const auto x = test::random_floats(4864, 1);
   std::vector<float> lanes(256, 0.0f);
   for (std::size_t i = 0; i < x.size(); ++i) lanes[i % 256] += x[i] * x[i];
-  const float tree = block_tree_reduce(lanes, [](float a, float b) { return a + b; }, 0.0f);
+  const float tree = block_tree_reduce(
+      lanes, [](float a, float b) { return a + b; }, 0.0f);
   CHECK(rms_inv_from_sum_sq(tree, 4864, 1e-6f) == Approx(rms_inv(x.data(), 4864, 1e-6f)).epsilon(1e-6));
 }
 
@@ -70,9 +71,9 @@ TEST_CASE("silu and swiglu", "[math]") {
   CHECK(silu(0.0f) == 0.0f);
   CHECK(silu(1.0f) == Approx(1.0 / (1.0 + std::exp(-1.0))));
   CHECK(silu(-2.0f) == Approx(-2.0 / (1.0 + std::exp(2.0))));
-  CHECK(silu(30.0f) == Approx(30.0f));         // sigma -> 1
-  CHECK(std::abs(silu(-30.0f)) < 1e-11f);      // sigma -> 0, no NaN
-  CHECK(silu(-200.0f) == -0.0f);               // exp overflows to inf: x / inf = -0, still no NaN
+  CHECK(silu(30.0f) == Approx(30.0f));     // sigma -> 1
+  CHECK(std::abs(silu(-30.0f)) < 1e-11f);  // sigma -> 0, no NaN
+  CHECK(silu(-200.0f) == -0.0f);           // exp overflows to inf: x / inf = -0, still no NaN
   CHECK(swiglu(2.0f, 3.0f) == silu(2.0f) * 3.0f);
   CHECK(swiglu(0.0f, 5.0f) == 0.0f);
 }
@@ -276,7 +277,9 @@ TEST_CASE("argmax_pick in the GPU's tree order gives servelab::argmax's answer o
     CHECK(best.index == argmax(x));
     CHECK(best.index >= 0);
     CHECK(best.index < 1000);
-    if (nan_every == 1) CHECK(best.index == 0);
-    else CHECK_FALSE(std::isnan(x[static_cast<std::size_t>(best.index)]));
+    if (nan_every == 1)
+      CHECK(best.index == 0);
+    else
+      CHECK_FALSE(std::isnan(x[static_cast<std::size_t>(best.index)]));
   }
 }

@@ -23,7 +23,7 @@ TEST_CASE("silu_mul: silu(gate) * up on stacked rows", "[ops]") {
   ThreadPool pool(2);
   // Two rows of [gate | up] with F = 3.
   const std::vector<float> gate_up = {0.0f, 1.0f, -2.0f, 5.0f, 2.0f, 1.0f,  //
-                                      3.0f, 0.0f, 0.0f, 1.0f, 7.0f, 7.0f};
+                                      3.0f, 0.0f, 0.0f,  1.0f, 7.0f, 7.0f};
   std::vector<float> out(6, NAN);
   silu_mul(KernelContext{&pool}, out.data(), gate_up.data(), 2, 3);
   CHECK(out[0] == 0.0f);

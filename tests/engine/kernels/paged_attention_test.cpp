@@ -60,9 +60,9 @@ Ids shuffled_table(int n, int pool_blocks, unsigned seed) {
 /// One sequence's K/V twice: contiguous rows, and scattered into a block pool through a shuffled table.
 struct TwoLayouts {
   int kv_dim = kShape.num_kv_heads * kShape.head_dim;
-  std::vector<float> k, v;            // [L, kv_dim] contiguous
-  std::vector<float> pk, pv;          // [pool_blocks * block_size, kv_dim] paged; unused rows NaN
-  Ids table;                          // [ceil(L / block_size)] physical blocks
+  std::vector<float> k, v;    // [L, kv_dim] contiguous
+  std::vector<float> pk, pv;  // [pool_blocks * block_size, kv_dim] paged; unused rows NaN
+  Ids table;                  // [ceil(L / block_size)] physical blocks
   int block_size = 0;
 
   TwoLayouts(int L, int bs, unsigned seed) : block_size(bs) {
@@ -145,8 +145,7 @@ TEST_CASE("paged attention equals contiguous attention bit for bit in determinis
       }
 }
 
-TEST_CASE("paged attention_blocked (the fast prefill path) matches contiguous within tolerance",
-          "[paged][fast-path]") {
+TEST_CASE("paged attention_blocked (the fast prefill path) matches contiguous within tolerance", "[paged][fast-path]") {
   ThreadPool pool(2);
   const KernelContext ctx{&pool, false};
   for (int L : kContexts) {
@@ -177,7 +176,9 @@ TEST_CASE("a ragged batch of paged sequences sharing one block pool gives each s
   // decodes and a chunk after a cached prefix in one call.
   ThreadPool pool(2);
   const int bs = 16, kv_dim = kShape.num_kv_heads * kShape.head_dim;
-  struct Shape { int context, num_new; };
+  struct Shape {
+    int context, num_new;
+  };
   const Shape shapes[] = {{1, 1}, {15, 15}, {16, 1}, {17, 5}, {1000, 20}};
   int total_blocks = 0;
   for (const Shape& s : shapes) total_blocks += ceil_div(s.context, bs);
@@ -220,8 +221,7 @@ TEST_CASE("a ragged batch of paged sequences sharing one block pool gives each s
                                      q.begin() + static_cast<std::ptrdiff_t>(first + shapes[i].num_new * row_floats));
         const std::vector<float> mine(out.begin() + static_cast<std::ptrdiff_t>(first),
                                       out.begin() + static_cast<std::ptrdiff_t>(first + q_i.size()));
-        const auto own = run_one(attention, ctx, q_i, shapes[i].context, shapes[i].num_new,
-                                 alone[i].view_contiguous());
+        const auto own = run_one(attention, ctx, q_i, shapes[i].context, shapes[i].num_new, alone[i].view_contiguous());
         if (deterministic)
           CHECK(mine == own);
         else

@@ -20,8 +20,7 @@ Ids free_queue(const BlockPool& pool) { return Ids(pool.free_block_queue().begin
 
 }  // namespace
 
-TEST_CASE("block pool script: two requests take blocks and give them back to the back of the queue",
-          "[block_pool]") {
+TEST_CASE("block pool script: two requests take blocks and give them back to the back of the queue", "[block_pool]") {
   BlockPool pool(4);
   // pool now: free=[0,1,2,3]
   CHECK(pool.num_blocks() == 4);

@@ -140,7 +140,8 @@ TEST_CASE("bf16 weights stay within the stated tolerance of the f32 path", "[par
   }
 }
 
-TEST_CASE("bf16 arithmetic (--dtype bf16-math) stays within the bf16 bound of the f32-arithmetic result", "[parity][bf16]") {
+TEST_CASE("bf16 arithmetic (--dtype bf16-math) stays within the bf16 bound of the f32-arithmetic result",
+          "[parity][bf16]") {
   // Rounding the activations to bf16 before each prefill GEMM adds an error of
   // the same size as rounding the weights (2^-9 relative per operand), so the
   // bound of the test above holds; greedy margins are too narrow to compare tokens.
@@ -157,4 +158,3 @@ TEST_CASE("bf16 arithmetic (--dtype bf16-math) stays within the bf16 bound of th
   // Where the CPU has no bf16 dot product the GEMMs widen as before, and the result is the f32 one.
   CHECK(all_close(logits, expected, test::kF32Atol, test::kF32Rtol) == !bf16_math);
 }
-

@@ -18,8 +18,13 @@ TEST_CASE("llama3 scaling keeps short wavelengths / divides long ones / blends b
   const ModelConfig c = load_config(test::fixtures_dir() / "llama-tiny" / "config.json");
   const auto inv = rope_inv_freq(c);
   // transformers 5.24 model.rotary_emb.inv_freq for this config (kept, smoothed, then scaled by 1/8).
-  const std::vector<double> expected = {1.0, 0.03750671446323395, 0.004700753837823868, 0.0009115831344388425,
-                                        0.00017677668074611574, 3.428102354519069e-05, 6.647869668086059e-06,
+  const std::vector<double> expected = {1.0,
+                                        0.03750671446323395,
+                                        0.004700753837823868,
+                                        0.0009115831344388425,
+                                        0.00017677668074611574,
+                                        3.428102354519069e-05,
+                                        6.647869668086059e-06,
                                         1.289173155782919e-06};
   REQUIRE(inv.size() == expected.size());
   for (std::size_t i = 0; i < inv.size(); ++i) CHECK(inv[i] == Approx(expected[i]).epsilon(1e-6));

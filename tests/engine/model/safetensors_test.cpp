@@ -28,13 +28,14 @@ std::vector<std::uint8_t> bytes_of(const std::vector<T>& values) {
 }
 
 // Writes a safetensors file; `header_len_override` and `drop_tail` corrupt it on purpose.
-void write_file(const std::filesystem::path& path, const std::vector<RawTensor>& tensors,
-                std::size_t drop_tail = 0, std::int64_t header_len_override = -1) {
+void write_file(const std::filesystem::path& path, const std::vector<RawTensor>& tensors, std::size_t drop_tail = 0,
+                std::int64_t header_len_override = -1) {
   nlohmann::json header;
   header["__metadata__"] = {{"format", "pt"}};
   std::vector<std::uint8_t> data;
   for (const auto& t : tensors) {
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
+    header[t.name] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
     data.insert(data.end(), t.bytes.begin(), t.bytes.end());
   }
   std::string text = header.dump();
@@ -49,7 +50,7 @@ void write_file(const std::filesystem::path& path, const std::vector<RawTensor>&
 std::vector<RawTensor> three_dtypes() {
   return {
       {"a", "F32", {2, 2}, bytes_of(std::vector<float>{1.0f, -2.0f, 0.5f, 3.0f})},
-      {"b", "BF16", {3}, bytes_of(std::vector<std::uint16_t>{0x3f80, 0xc000, 0x3e80})},   // 1, -2, 0.25
+      {"b", "BF16", {3}, bytes_of(std::vector<std::uint16_t>{0x3f80, 0xc000, 0x3e80})},    // 1, -2, 0.25
       {"c", "F16", {1, 3}, bytes_of(std::vector<std::uint16_t>{0x3c00, 0x0001, 0xbc00})},  // 1, 2^-24, -1
   };
 }
@@ -66,7 +67,8 @@ TEST_CASE("f32 loads as a view into the mapping - f16 and bf16 are widened", "[s
   SafetensorsFile file(dir.path() / "model.safetensors");
   const auto* map_begin = static_cast<const std::byte*>(a.owner.get());
   CHECK(static_cast<const std::byte*>(a.data) > map_begin);
-  CHECK(static_cast<const std::byte*>(a.data) < map_begin + std::filesystem::file_size(dir.path() / "model.safetensors"));
+  CHECK(static_cast<const std::byte*>(a.data) <
+        map_begin + std::filesystem::file_size(dir.path() / "model.safetensors"));
   const Tensor b = ckpt.load("b", {3});
   CHECK(std::vector<float>(b.as<float>(), b.as<float>() + 3) == std::vector<float>{1.0f, -2.0f, 0.25f});
   const Tensor c = ckpt.load("c", {1, 3});
@@ -119,7 +121,8 @@ void write_raw(const std::filesystem::path& path, const std::string& header_text
 
 }  // namespace
 
-TEST_CASE("safetensors headers that lie: overflowing shapes - overlapping offsets - deep nesting", "[safetensors][bad-input]") {
+TEST_CASE("safetensors headers that lie: overflowing shapes - overlapping offsets - deep nesting",
+          "[safetensors][bad-input]") {
   test::ScratchDir dir("st-lies");
   const auto path = dir.path() / "model.safetensors";
   // 2^62 x 4 floats is 2^66 bytes: the product wrapped to 0 and matched offsets [0, 0].
@@ -140,8 +143,10 @@ TEST_CASE("safetensors headers that lie: overflowing shapes - overlapping offset
             8);
   CHECK(SafetensorsFile{path}.entries().size() == 2);
   // 100 000 levels of shape: dump() in the error message overflowed the stack.
-  write_raw(path, R"({"w": {"dtype": "F32", "shape": )" + std::string(100000, '[') + std::string(100000, ']') +
-                      R"(, "data_offsets": [0, 0]}})", 0);
+  write_raw(path,
+            R"({"w": {"dtype": "F32", "shape": )" + std::string(100000, '[') + std::string(100000, ']') +
+                R"(, "data_offsets": [0, 0]}})",
+            0);
   REQUIRE_ERROR_MENTIONS(SafetensorsFile{path}, "header: JSON nested deeper than 64 levels");
 }
 
@@ -194,13 +199,13 @@ TEST_CASE("sharded checkpoints are read through model.safetensors.index.json", "
   REQUIRE_ERROR_MENTIONS(Checkpoint{copy}, "model.safetensors.index.json", "weight_map");
 }
 
-TEST_CASE("loading as bf16: a bf16 file is a view, an f32 file is rounded exactly as torch rounds", "[safetensors][bf16]") {
+TEST_CASE("loading as bf16: a bf16 file is a view, an f32 file is rounded exactly as torch rounds",
+          "[safetensors][bf16]") {
   // tools/make_fixtures.py made qwen2-tiny-bf16 with torch's .to(bfloat16) of qwen2-tiny's weights.
   const Checkpoint f32(test::fixtures_dir() / "qwen2-tiny"), bf16(test::fixtures_dir() / "qwen2-tiny-bf16");
-  const std::pair<const char*, std::vector<std::int64_t>> tensors[] = {
-      {"model.layers.0.mlp.up_proj.weight", {160, 64}},
-      {"model.embed_tokens.weight", {256, 64}},
-      {"model.layers.1.self_attn.k_proj.bias", {32}}};
+  const std::pair<const char*, std::vector<std::int64_t>> tensors[] = {{"model.layers.0.mlp.up_proj.weight", {160, 64}},
+                                                                       {"model.embed_tokens.weight", {256, 64}},
+                                                                       {"model.layers.1.self_attn.k_proj.bias", {32}}};
   for (const auto& [name, shape] : tensors) {
     const Tensor stored = bf16.load(name, shape, DType::BF16), rounded = f32.load(name, shape, DType::BF16);
     INFO(name);

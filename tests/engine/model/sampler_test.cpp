@@ -72,7 +72,8 @@ TEST_CASE("the same seed gives the same stream", "[sampler]") {
   const std::vector<float> logits = test::random_floats(100, 3);
   Sampler a({0.8f, 20, 0.9f, 99}), b({0.8f, 20, 0.9f, 99}), c({0.8f, 20, 0.9f, 100});
   std::vector<int> sa, sb, sc;
-  for (int i = 0; i < 64; ++i) sa.push_back(a.sample(logits)), sb.push_back(b.sample(logits)), sc.push_back(c.sample(logits));
+  for (int i = 0; i < 64; ++i)
+    sa.push_back(a.sample(logits)), sb.push_back(b.sample(logits)), sc.push_back(c.sample(logits));
   CHECK(sa == sb);
   CHECK(sa != sc);
 }

@@ -27,7 +27,8 @@ void edit_config(const std::filesystem::path& dir, const std::function<void(nloh
 TEST_CASE("synthetic weights depend on the seed only / not on the thread count", "[weights]") {
   const ModelConfig c = preset("tiny");
   ThreadPool one(1), two(2);
-  const ModelWeights a = synthetic_weights(c, 7, one), b = synthetic_weights(c, 7, two), d = synthetic_weights(c, 8, one);
+  const ModelWeights a = synthetic_weights(c, 7, one), b = synthetic_weights(c, 7, two),
+                     d = synthetic_weights(c, 8, one);
   CHECK(values(a.layers[1].k_proj) == values(b.layers[1].k_proj));
   CHECK(values(a.embed_tokens) == values(b.embed_tokens));
   CHECK(values(a.layers[1].k_proj) != values(d.layers[1].k_proj));
@@ -56,11 +57,15 @@ TEST_CASE("a checkpoint that does not match its config is refused / naming the t
   REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, ModelOptions{}), "mlp.gate_proj.weight", "[160, 64]",
                          "expected [161, 64]");
 
-  edit_config(copy, [](auto& j) { j["intermediate_size"] = 160; j["tie_word_embeddings"] = false; });
+  edit_config(copy, [](auto& j) {
+    j["intermediate_size"] = 160;
+    j["tie_word_embeddings"] = false;
+  });
   REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, ModelOptions{}), "lm_head.weight", "missing");
 
   edit_config(copy, [](auto& j) { j["tie_word_embeddings"] = true; });
-  std::filesystem::resize_file(copy / "model.safetensors", std::filesystem::file_size(copy / "model.safetensors") - 100);
+  std::filesystem::resize_file(copy / "model.safetensors",
+                               std::filesystem::file_size(copy / "model.safetensors") - 100);
   REQUIRE_ERROR_MENTIONS(Model::from_pretrained(copy, ModelOptions{}), "model.safetensors", "truncated");
 
   std::filesystem::remove(copy / "config.json");

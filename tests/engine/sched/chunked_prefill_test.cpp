@@ -19,8 +19,11 @@ using test::Sim;
 namespace {
 
 SchedulerConfig chunked(int budget, int threshold, int max_num_seqs = 16) {
-  return {.policy = SchedulingPolicy::CONTINUOUS, .max_num_seqs = max_num_seqs, .max_num_batched_tokens = budget,
-          .enable_chunked_prefill = true, .long_prefill_token_threshold = threshold};
+  return {.policy = SchedulingPolicy::CONTINUOUS,
+          .max_num_seqs = max_num_seqs,
+          .max_num_batched_tokens = budget,
+          .enable_chunked_prefill = true,
+          .long_prefill_token_threshold = threshold};
 }
 
 }  // namespace
@@ -43,7 +46,7 @@ TEST_CASE("decodes go first and prompt chunks fill what is left of the budget", 
   sim.add(2, 10);  // A: decodes for a while
   sim.add(3, 10);  // B
   CHECK(sim.step() == "A:2 B:3");
-  sim.add(20, 1);  // C: a long prompt arrives while A and B decode
+  sim.add(20, 1);                      // C: a long prompt arrives while A and B decode
   CHECK(sim.step() == "A:1 B:1 C:6");  // 8 - 2 decodes = 6 prompt tokens
   CHECK(sim.step() == "A:1 B:1 C:6");
   CHECK(sim.step() == "A:1 B:1 C:6");
@@ -106,7 +109,8 @@ TEST_CASE("the engine gives every request the same tokens with and without chunk
   std::vector<std::vector<std::int32_t>> outputs[2];
   for (int chunking = 0; chunking < 2; ++chunking) {
     EngineConfig config;
-    config.scheduler = chunking ? chunked(40, 24, 4) : SchedulerConfig{.max_num_seqs = 4, .max_num_batched_tokens = 256};
+    config.scheduler =
+        chunking ? chunked(40, 24, 4) : SchedulerConfig{.max_num_seqs = 4, .max_num_batched_tokens = 256};
     config.block_size = 8;
     config.kv_cache_memory = kv_cache_bytes_for(model->config(), 64, 8);
     Engine engine(*model, config);

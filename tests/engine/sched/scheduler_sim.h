@@ -26,12 +26,12 @@ struct Sim {
   SchedulerOutput last;          // the most recent step's plan
 
   Sim(SchedulingPolicy policy, int max_num_seqs, int max_num_batched_tokens, int num_blocks, int block_size)
-      : Sim(SchedulerConfig{.policy = policy, .max_num_seqs = max_num_seqs,
-                            .max_num_batched_tokens = max_num_batched_tokens},
+      : Sim(
+            SchedulerConfig{
+                .policy = policy, .max_num_seqs = max_num_seqs, .max_num_batched_tokens = max_num_batched_tokens},
             num_blocks, block_size) {}
   Sim(const SchedulerConfig& config, int num_blocks, int block_size)
-      : kv(num_blocks, block_size),
-        scheduler(config, kv, [this](const std::string& line) { log.push_back(line); }) {}
+      : kv(num_blocks, block_size), scheduler(config, kv, [this](const std::string& line) { log.push_back(line); }) {}
 
   /// Queues a request of @p prompt_len prompt tokens that stops after @p max_tokens outputs.
   Request& add(int prompt_len, int max_tokens) {
@@ -75,13 +75,9 @@ struct Sim {
   }
 
   /// Waiting queue as names, front first, e.g. "B C".
-  std::string waiting() const {
-    return names(scheduler.waiting());
-  }
+  std::string waiting() const { return names(scheduler.waiting()); }
   /// Running set as names, oldest first.
-  std::string running() const {
-    return names(scheduler.running());
-  }
+  std::string running() const { return names(scheduler.running()); }
   Ids outputs(const Request& r) const { return Ids(r.output_token_ids().begin(), r.output_token_ids().end()); }
   Ids table(const Request& r) const { return kv.block_table(r.request_id).block_ids(); }
   bool all_blocks_free() const { return kv.block_pool().num_free_blocks() == kv.block_pool().num_blocks(); }

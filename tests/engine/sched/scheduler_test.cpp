@@ -17,9 +17,9 @@ using test::Sim;
 
 TEST_CASE("one_at_a_time runs one request to the end before the next starts", "[scheduler]") {
   Sim sim(SchedulingPolicy::ONE_AT_A_TIME, 16, 64, 16, 4);
-  sim.add(3, 2);  // A
-  sim.add(2, 2);  // B
-  sim.add(4, 1);  // C
+  sim.add(3, 2);               // A
+  sim.add(2, 2);               // B
+  sim.add(4, 1);               // C
   CHECK(sim.step() == "A:3");  // A's prompt; B and C wait although there is room
   CHECK(sim.waiting() == "B C");
   CHECK(sim.step() == "A:1");  // A's second token ends it (max_tokens 2)
@@ -38,16 +38,16 @@ TEST_CASE("one_at_a_time runs one request to the end before the next starts", "[
 
 TEST_CASE("static batching forms a batch and admits nobody until all of it has finished", "[scheduler]") {
   Sim sim(SchedulingPolicy::STATIC, 2, 64, 16, 4);
-  sim.add(3, 1);  // A: done after its prompt
-  sim.add(3, 3);  // B: three tokens
-  sim.add(2, 1);  // C
-  sim.add(2, 1);  // D
+  sim.add(3, 1);                   // A: done after its prompt
+  sim.add(3, 3);                   // B: three tokens
+  sim.add(2, 1);                   // C
+  sim.add(2, 1);                   // D
   CHECK(sim.step() == "A:3 B:3");  // a batch of max_num_seqs = 2
   // A finished; a seat is free, but C may not join a running static batch.
   CHECK(sim.running() == "B");
   CHECK(sim.step() == "B:1");
   CHECK(sim.waiting() == "C D");
-  CHECK(sim.step() == "B:1");      // B's last token: the batch has drained
+  CHECK(sim.step() == "B:1");  // B's last token: the batch has drained
   CHECK(sim.running() == "");
   CHECK(sim.step() == "C:2 D:2");  // the next batch forms
   CHECK(sim.step() == "");
@@ -56,10 +56,10 @@ TEST_CASE("static batching forms a batch and admits nobody until all of it has f
 
 TEST_CASE("continuous batching admits waiting requests at every step within max_num_seqs", "[scheduler]") {
   Sim sim(SchedulingPolicy::CONTINUOUS, 2, 64, 16, 4);
-  sim.add(3, 1);  // A
-  sim.add(3, 3);  // B
-  sim.add(2, 2);  // C
-  sim.add(2, 1);  // D
+  sim.add(3, 1);                   // A
+  sim.add(3, 3);                   // B
+  sim.add(2, 2);                   // C
+  sim.add(2, 1);                   // D
   CHECK(sim.step() == "A:3 B:3");  // max_num_seqs = 2: C and D wait
   CHECK(sim.waiting() == "C D");
   CHECK(sim.step() == "B:1 C:2");  // A left, C joins at once, beside B's decode
@@ -73,26 +73,26 @@ TEST_CASE("continuous batching admits waiting requests at every step within max_
 TEST_CASE("continuous batching keeps each step within the token budget and never lets the head be overtaken",
           "[scheduler][fcfs]") {
   Sim sim(SchedulingPolicy::CONTINUOUS, 8, 5, 16, 4);  // token budget 5
-  sim.add(3, 4);  // A
-  sim.add(3, 2);  // B
-  sim.add(2, 1);  // C: would fit beside A in step 1, but B is ahead of it
-  CHECK(sim.step() == "A:3");       // 3 + B's 3 > 5; C (2) fits but FCFS: nobody overtakes B
+  sim.add(3, 4);                                       // A
+  sim.add(3, 2);                                       // B
+  sim.add(2, 1);                                       // C: would fit beside A in step 1, but B is ahead of it
+  CHECK(sim.step() == "A:3");                          // 3 + B's 3 > 5; C (2) fits but FCFS: nobody overtakes B
   CHECK(sim.last.total_num_scheduled_tokens == 3);
   CHECK(sim.waiting() == "B C");
-  CHECK(sim.step() == "A:1 B:3");   // 4 tokens; C would make 6
+  CHECK(sim.step() == "A:1 B:3");  // 4 tokens; C would make 6
   CHECK(sim.last.total_num_scheduled_tokens == 4);
   CHECK(sim.step() == "A:1 B:1 C:2");  // B finishes
   CHECK(sim.last.total_num_scheduled_tokens == 4);
-  CHECK(sim.step() == "A:1");       // A's fourth token
+  CHECK(sim.step() == "A:1");  // A's fourth token
   CHECK(sim.step() == "");
   CHECK(sim.all_blocks_free());
 }
 
 TEST_CASE("a prompt larger than the token budget waits until it can run alone", "[scheduler]") {
   Sim sim(SchedulingPolicy::CONTINUOUS, 8, 4, 16, 4);  // token budget 4
-  sim.add(2, 3);  // A
-  sim.add(6, 1);  // B: 6 tokens, more than the budget
-  sim.add(1, 1);  // C: small, but behind B
+  sim.add(2, 3);                                       // A
+  sim.add(6, 1);                                       // B: 6 tokens, more than the budget
+  sim.add(1, 1);                                       // C: small, but behind B
   CHECK(sim.step() == "A:2");
   CHECK(sim.step() == "A:1");
   CHECK(sim.waiting() == "B C");
@@ -102,11 +102,12 @@ TEST_CASE("a prompt larger than the token budget waits until it can run alone", 
   CHECK(sim.all_blocks_free());
 }
 
-TEST_CASE("continuous batching waits for KV blocks in FCFS order without preempting for newcomers", "[scheduler][fcfs]") {
+TEST_CASE("continuous batching waits for KV blocks in FCFS order without preempting for newcomers",
+          "[scheduler][fcfs]") {
   Sim sim(SchedulingPolicy::CONTINUOUS, 8, 64, 3, 4);  // 3 blocks of 4 tokens
-  sim.add(7, 2);  // A: 2 blocks
-  sim.add(5, 1);  // B: 2 blocks, only 1 left
-  sim.add(2, 1);  // C: 1 block would fit, but B is first in line
+  sim.add(7, 2);                                       // A: 2 blocks
+  sim.add(5, 1);                                       // B: 2 blocks, only 1 left
+  sim.add(2, 1);                                       // C: 1 block would fit, but B is first in line
   CHECK(sim.step() == "A:7");
   // pool now: free=[2], A -> [0,1]
   CHECK(sim.step() == "A:1");  // B waits for blocks, C waits behind B, nobody is preempted for them
@@ -138,10 +139,10 @@ TEST_CASE("preemption by recompute: the newest running request loses its blocks 
   CHECK(sim.scheduler.num_preemptions() == 1);
   CHECK(b.status == RequestStatus::PREEMPTED);
   CHECK(b.num_preemptions == 1);
-  CHECK(b.num_computed_tokens == 0);              // its KV is gone ...
-  CHECK(sim.outputs(b) == Ids{200, 201});         // ... but its outputs are kept
+  CHECK(b.num_computed_tokens == 0);       // its KV is gone ...
+  CHECK(sim.outputs(b) == Ids{200, 201});  // ... but its outputs are kept
   CHECK(sim.table(b).empty());
-  CHECK(sim.waiting() == "B C");                  // at the front, ahead of C who arrived later
+  CHECK(sim.waiting() == "B C");  // at the front, ahead of C who arrived later
   // one log line naming the request and the tokens thrown away
   REQUIRE(sim.log.size() == 1);
   CHECK_THAT(sim.log[0], Catch::Contains("request 1") && Catch::Contains("4 computed tokens thrown away") &&
@@ -206,8 +207,7 @@ TEST_CASE("abort frees the blocks of a running request and removes a waiting one
   CHECK(sim.step() == "");
 }
 
-TEST_CASE("finished requests leave the running set and return their blocks in the step they finish",
-          "[scheduler]") {
+TEST_CASE("finished requests leave the running set and return their blocks in the step they finish", "[scheduler]") {
   Sim sim(SchedulingPolicy::CONTINUOUS, 4, 64, 8, 4);
   Request& a = sim.add(4, 1);
   sim.add(4, 2);
@@ -252,5 +252,6 @@ TEST_CASE("scheduler refuses non-positive limits by name", "[scheduler][bad-inpu
       Scheduler({.policy = SchedulingPolicy::STATIC, .max_num_seqs = 4, .max_num_batched_tokens = -1}, kv),
       "--max-num-batched-tokens", "got -1");
   CHECK(parse_scheduling_policy("static", "--policy") == SchedulingPolicy::STATIC);
-  REQUIRE_ERROR_MENTIONS(parse_scheduling_policy("fifo", "--policy"), "--policy", "fifo", "one_at_a_time", "continuous");
+  REQUIRE_ERROR_MENTIONS(parse_scheduling_policy("fifo", "--policy"), "--policy", "fifo", "one_at_a_time",
+                         "continuous");
 }

@@ -46,7 +46,8 @@ TEST_CASE("a storm of requests aborts and refusals leaves no block behind and no
       const int waiting = static_cast<int>(engine.scheduler().waiting().size());
       const int kind = rng.uniform_int(0, 3);
       const std::vector<std::int32_t> outside = {1, c.vocab_size};
-      const auto too_long = synthetic_prompt(100, c.vocab_size, 1);  // 104 tokens with its output: more than the 96 of the cache
+      const auto too_long =
+          synthetic_prompt(100, c.vocab_size, 1);  // 104 tokens with its output: more than the 96 of the cache
       if (kind == 0) REQUIRE_ERROR_MENTIONS(engine.add_request({}, SamplingParams{}, 4), "prompt is empty");
       if (kind == 1) REQUIRE_ERROR_MENTIONS(engine.add_request(outside, SamplingParams{}, 4), "outside the vocabulary");
       if (kind == 2) REQUIRE_ERROR_MENTIONS(engine.add_request(too_long, SamplingParams{}, 4), "KV blocks");

@@ -255,8 +255,8 @@ TEST_CASE("the engine refuses non-positive sizes by name", "[engine][bad-input]"
   };
   REQUIRE_ERROR_MENTIONS(Engine(*model, with([](EngineConfig& c) { c.block_size = 0; })), "--block-size", "got 0");
   REQUIRE_ERROR_MENTIONS(Engine(*model, with([](EngineConfig& c) { c.block_size = -16; })), "--block-size");
-  REQUIRE_ERROR_MENTIONS(Engine(*model, with([](EngineConfig& c) { c.scheduler.max_num_seqs = 0; })),
-                         "--max-num-seqs", "got 0");
+  REQUIRE_ERROR_MENTIONS(Engine(*model, with([](EngineConfig& c) { c.scheduler.max_num_seqs = 0; })), "--max-num-seqs",
+                         "got 0");
   REQUIRE_ERROR_MENTIONS(Engine(*model, with([](EngineConfig& c) { c.scheduler.max_num_seqs = -2; })),
                          "--max-num-seqs");
   REQUIRE_ERROR_MENTIONS(Engine(*model, with([](EngineConfig& c) { c.scheduler.max_num_batched_tokens = 0; })),
@@ -281,11 +281,11 @@ TEST_CASE("request metrics from hand-made timestamps: queue TTFT TPOT ITL E2E", 
   t.finished = 3.5;
   const RequestMetrics m = RequestMetrics::from(t);
   CHECK(m.output_tokens == 4);
-  CHECK(m.queue_time == 0.5);                      // 1.5 - 1.0
-  CHECK(m.ttft == 1.0);                            // 2.0 - 1.0
-  CHECK(m.e2e == 2.5);                             // 3.5 - 1.0
+  CHECK(m.queue_time == 0.5);  // 1.5 - 1.0
+  CHECK(m.ttft == 1.0);        // 2.0 - 1.0
+  CHECK(m.e2e == 2.5);         // 3.5 - 1.0
   CHECK(m.itl == std::vector<double>{0.25, 0.5, 0.75});
-  CHECK(m.tpot == 0.5);                            // (2.5 - 1.0) / (4 - 1), the mean ITL
+  CHECK(m.tpot == 0.5);  // (2.5 - 1.0) / (4 - 1), the mean ITL
 
   RequestTimes single;
   single.arrival = 0.0;

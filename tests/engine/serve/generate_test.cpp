@@ -23,7 +23,8 @@ const std::vector<std::int32_t> kPrompt = {5, 77, 301, 12, 9, 460, 33};
 
 }  // namespace
 
-TEST_CASE("deterministic mode: KV cache on and off generate the same tokens (MHA / GQA / MQA)", "[generate][deterministic]") {
+TEST_CASE("deterministic mode: KV cache on and off generate the same tokens (MHA / GQA / MQA)",
+          "[generate][deterministic]") {
   for (auto [name, kv_heads] : {std::pair{"tiny", 4}, {"tiny", 2}, {"tiny", 1}, {"tiny-llama", 0}}) {
     DYNAMIC_SECTION(name << " kv_heads " << kv_heads) {
       auto model = synthetic_model(name, kv_heads, true);

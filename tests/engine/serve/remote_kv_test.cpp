@@ -35,7 +35,8 @@ struct RemoteKvFixture {
     for (const auto& p : prompts) engine.add_request(p, sampling, max_tokens);
     while (engine.has_unfinished_requests()) engine.step();
     std::vector<std::vector<std::int32_t>> out;
-    for (const Request* r : engine.requests()) out.emplace_back(r->output_token_ids().begin(), r->output_token_ids().end());
+    for (const Request* r : engine.requests())
+      out.emplace_back(r->output_token_ids().begin(), r->output_token_ids().end());
     return out;
   }
   // Prefills @p prompt on @p prefill (hold_finished_kv) and moves its KV into remote request @p id of
@@ -107,7 +108,8 @@ TEST_CASE_METHOD(RemoteKvFixture, "the first step after the KV arrives is a one-
   CHECK(decode.last_step().num_prefill_tokens == 0);
 }
 
-TEST_CASE_METHOD(RemoteKvFixture, "remote requests that outgrow the decode pool are preempted, recomputed, and keep their tokens",
+TEST_CASE_METHOD(RemoteKvFixture,
+                 "remote requests that outgrow the decode pool are preempted, recomputed, and keep their tokens",
                  "[engine][remote]") {
   // 3 requests of 5-7 prompt tokens and 20 outputs: up to 7 blocks each, 21 together, in a pool of 12.
   const auto ps = prompts(3, 5);
@@ -140,7 +142,8 @@ TEST_CASE_METHOD(RemoteKvFixture, "a sampled remote request continues the prefil
   CHECK(std::vector<std::int32_t>(r.output_token_ids().begin(), r.output_token_ids().end()) == expected[0]);
 }
 
-TEST_CASE_METHOD(RemoteKvFixture, "a remote request computed locally after all gives the same tokens, in the blocks it holds",
+TEST_CASE_METHOD(RemoteKvFixture,
+                 "a remote request computed locally after all gives the same tokens, in the blocks it holds",
                  "[engine][remote]") {
   const auto ps = prompts(1, 10);
   const auto expected = local(ps, 5);
@@ -167,7 +170,8 @@ TEST_CASE_METHOD(RemoteKvFixture, "hold_finished_kv keeps a finished request's b
   CHECK(engine.kv_cache_manager().block_pool().num_free_blocks() == 16);
 }
 
-TEST_CASE_METHOD(RemoteKvFixture, "remote requests: a full pool, aborts, a last first token and misuse", "[engine][remote]") {
+TEST_CASE_METHOD(RemoteKvFixture, "remote requests: a full pool, aborts, a last first token and misuse",
+                 "[engine][remote]") {
   Engine engine(*model, config(4));
   const auto ps = prompts(2, 9);  // 9 and 10 tokens: 3 blocks each
   const int a = engine.add_remote_request(ps[0], {}, 4).value();

@@ -87,7 +87,8 @@ TEST_CASE("a real replay sleeps until an arrival, counted from the engine clock 
   CHECK(r.num_steps == 4);  // the tiny model's 2 + 2 steps take milliseconds: the wait was slept, not stepped
 }
 
-TEST_CASE("max_concurrency keeps at most that many workload requests in the engine, the rest wait their turn", "[replay]") {
+TEST_CASE("max_concurrency keeps at most that many workload requests in the engine, the rest wait their turn",
+          "[replay]") {
   Engine engine(llama_on_h100(), chunked_config());
   const std::vector<WorkloadRequest> workload(6, request(0.0, 64, 4));
   int most_in_engine = 0;
@@ -103,8 +104,8 @@ TEST_CASE("max_concurrency keeps at most that many workload requests in the engi
   REQUIRE(r.request_ids.size() == 6);
   CHECK(r.num_tokens == 24);
   const RequestTimes &first = engine.request(r.request_ids[0]).times, &third = engine.request(r.request_ids[2]).times;
-  CHECK(third.arrival == 0.0);                         // its workload time: the wait for a slot is in its TTFT
-  CHECK(third.first_scheduled >= first.finished);      // it joined only when one of the first two left
+  CHECK(third.arrival == 0.0);                     // its workload time: the wait for a slot is in its TTFT
+  CHECK(third.first_scheduled >= first.finished);  // it joined only when one of the first two left
 
   options.max_concurrency = 0;
   Engine uncapped(llama_on_h100(), chunked_config());
@@ -116,7 +117,8 @@ TEST_CASE("max_concurrency keeps at most that many workload requests in the engi
   REQUIRE_ERROR_MENTIONS(replay(uncapped, workload, options), "--max-concurrency", ">= 0");
 }
 
-TEST_CASE("a step that schedules nothing, with no arrival left to change that, is an error instead of a spin", "[replay]") {
+TEST_CASE("a step that schedules nothing, with no arrival left to change that, is an error instead of a spin",
+          "[replay]") {
   Engine engine(llama_on_h100(), chunked_config());
   // The engine refuses a request that could never fit its whole cache, so a request that can never get
   // blocks needs them taken from outside: a stand-in holds every block of the engine's own manager
@@ -142,7 +144,8 @@ TEST_CASE("a workload out of arrival order is refused before anything runs", "[r
   CHECK_FALSE(engine.has_unfinished_requests());
 }
 
-TEST_CASE("on_step may add requests keyed to step numbers, and the replay serves those and the ones queued before it", "[replay]") {
+TEST_CASE("on_step may add requests keyed to step numbers, and the replay serves those and the ones queued before it",
+          "[replay]") {
   Engine engine(llama_on_h100(), chunked_config());
   engine.add_request(Ids(32, 1), SamplingParams{}, 4);
   std::vector<int> added;

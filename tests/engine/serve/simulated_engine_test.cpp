@@ -46,10 +46,13 @@ TEST_CASE("the simulated engine schedules exactly as the real engine for the sam
   auto model = Model::from_preset("tiny", 1, options);
   SimulatedModel sim{model->config(), CostModel::for_hardware(gpu("A100 80GB SXM"), 0.0), StepDtypes{}};
   EngineConfig config;
-  config.scheduler = {.max_num_seqs = 4, .max_num_batched_tokens = 64, .enable_chunked_prefill = true,
+  config.scheduler = {.max_num_seqs = 4,
+                      .max_num_batched_tokens = 64,
+                      .enable_chunked_prefill = true,
                       .long_prefill_token_threshold = 24};
   config.block_size = 4;
-  config.kv_cache_memory = kv_cache_bytes_for(model->config(), 24, 4);  // 96 tokens for 4 requests of up to 90: preemptions
+  config.kv_cache_memory =
+      kv_cache_bytes_for(model->config(), 24, 4);  // 96 tokens for 4 requests of up to 90: preemptions
   config.log = [](const std::string&) {};
   Engine real(*model, config), simulated_engine(sim, config);
   SplitMix64 rng(3);

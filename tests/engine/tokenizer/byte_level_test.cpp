@@ -11,9 +11,9 @@ TEST_CASE("byte-level symbols: the well-known ones", "[tokenizer][byte-level]") 
   CHECK(byte_to_symbol(' ') == "\u0120");   // Ġ
   CHECK(byte_to_symbol('\n') == "\u010a");  // Ċ
   CHECK(byte_to_symbol('a') == "a");
-  CHECK(byte_to_symbol(0x00) == "\u0100");  // Ā, the first shifted byte
-  CHECK(byte_to_symbol(0xAD) == "\u0143");  // soft hyphen is not printable: shifted
-  CHECK(byte_to_symbol(0xE9) == "\u00e9");  // é stands for itself
+  CHECK(byte_to_symbol(0x00) == "\u0100");                          // Ā, the first shifted byte
+  CHECK(byte_to_symbol(0xAD) == "\u0143");                          // soft hyphen is not printable: shifted
+  CHECK(byte_to_symbol(0xE9) == "\u00e9");                          // é stands for itself
   CHECK(bytes_to_symbols("\xed\x95\x9c") == "\u00ed\u0137\u013e");  // 한
 }
 

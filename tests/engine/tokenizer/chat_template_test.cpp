@@ -18,7 +18,8 @@ std::vector<ChatMessage> messages_of(const nlohmann::json& conversation) {
 
 }  // namespace
 
-TEST_CASE("chat templates render and tokenize exactly as transformers' apply_chat_template", "[tokenizer][chat][golden]") {
+TEST_CASE("chat templates render and tokenize exactly as transformers' apply_chat_template",
+          "[tokenizer][chat][golden]") {
   for (const auto& [name, format] : {std::pair{"qwen2-style", "ChatML"}, {"llama3-style", "Llama 3"}}) {
     DYNAMIC_SECTION(name) {
       const auto dir = tokenizer_fixtures() / name;
@@ -40,17 +41,21 @@ TEST_CASE("a ChatML template's default system prompt is read from the template",
   CHECK(load_chat_template(tokenizer_fixtures() / "qwen2-style").default_system() ==
         "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
   // transformers >= 4.43 writes the template to chat_template.jinja instead.
-  CHECK(load_chat_template(tokenizer_fixtures() / "qwen2-tiny-chat").default_system() == "You are a helpful assistant.");
+  CHECK(load_chat_template(tokenizer_fixtures() / "qwen2-tiny-chat").default_system() ==
+        "You are a helpful assistant.");
   const auto plain = ChatTemplate::recognise(
-      "{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n'}}{% endfor %}", "", "t");
+      "{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n'}}{% endfor %}", "",
+      "t");
   CHECK(plain.default_system().empty());
   const std::vector<ChatMessage> hi = {{"user", "hi"}};
   CHECK(plain.render(hi, true) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
 }
 
-TEST_CASE("unknown templates, unsupported variants and roles are errors that say which", "[tokenizer][chat][bad-input]") {
-  REQUIRE_ERROR_MENTIONS(ChatTemplate::recognise("{{ bos_token }}{% for m in messages %}[INST] {{ m.content }}", "", "cfg.json"),
-                         "cfg.json", "not a format servelab recognises", "ChatML", "Llama 3", "[INST]");
+TEST_CASE("unknown templates, unsupported variants and roles are errors that say which",
+          "[tokenizer][chat][bad-input]") {
+  REQUIRE_ERROR_MENTIONS(
+      ChatTemplate::recognise("{{ bos_token }}{% for m in messages %}[INST] {{ m.content }}", "", "cfg.json"),
+      "cfg.json", "not a format servelab recognises", "ChatML", "Llama 3", "[INST]");
   REQUIRE_ERROR_MENTIONS(ChatTemplate::recognise("<|im_start|>{% if reasoning_content %}<think>", "", "cfg.json"),
                          "reasoning");
   REQUIRE_ERROR_MENTIONS(

@@ -11,7 +11,9 @@ using namespace servelab::test;
 
 namespace {
 
-Tokenizer fixture(const std::string& name) { return Tokenizer::from_file(tokenizer_fixtures() / name / "tokenizer.json"); }
+Tokenizer fixture(const std::string& name) {
+  return Tokenizer::from_file(tokenizer_fixtures() / name / "tokenizer.json");
+}
 
 // One single-byte token per byte of @p text: the worst case, every character split.
 std::vector<std::int32_t> byte_tokens(const Tokenizer& tok, std::string_view text) {
@@ -56,10 +58,13 @@ TEST_CASE("every piece streamed is valid UTF-8 and the pieces add up to decode()
   }
 }
 
-TEST_CASE("bytes that can never be valid come out as U+FFFD at once, a cut tail at finish()", "[tokenizer][detokenizer]") {
+TEST_CASE("bytes that can never be valid come out as U+FFFD at once, a cut tail at finish()",
+          "[tokenizer][detokenizer]") {
   const Tokenizer tok = fixture("qwen2-style");
   StreamingDetokenizer stream(tok);
-  const auto ids = byte_tokens(tok, "\xff" "a\xed\x95");
+  const auto ids = byte_tokens(tok,
+                               "\xff"
+                               "a\xed\x95");
   CHECK(stream.push(ids[0]) == std::string(kReplacementChar));
   CHECK(stream.push(ids[1]) == "a");
   CHECK(stream.push(ids[2]).empty());

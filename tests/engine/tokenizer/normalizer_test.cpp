@@ -22,7 +22,8 @@ TEST_CASE("NFC composes, and recomposes across a stable code point", "[tokenizer
   CHECK(Normalizer().apply("e\u0301") == "e\u0301");
 }
 
-TEST_CASE("normalizer fields: null, NFC and Sequence[NFC] are read, others refused by name", "[tokenizer][normalizer][bad-input]") {
+TEST_CASE("normalizer fields: null, NFC and Sequence[NFC] are read, others refused by name",
+          "[tokenizer][normalizer][bad-input]") {
   using nlohmann::json;
   CHECK(Normalizer::from_json(json(nullptr), "t.json").form() == Normalizer::Form::None);
   CHECK(Normalizer::from_json(json{{"type", "NFC"}}, "t.json").form() == Normalizer::Form::NFC);
@@ -37,9 +38,9 @@ namespace {
 // normalizer's stable-run skipping and its own canonical ordering must match.
 std::string utf8proc_nfc(const std::string& text) {
   utf8proc_uint8_t* result = nullptr;
-  const auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                              static_cast<utf8proc_ssize_t>(text.size()), &result,
-                              static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  const auto n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
+                   &result, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   REQUIRE(n >= 0);
   std::string out(reinterpret_cast<const char*>(result), static_cast<std::size_t>(n));
   std::free(result);
@@ -53,10 +54,10 @@ TEST_CASE("NFC equals utf8proc's one-call NFC on random mixes of marks - jamo an
   // Starters, marks of several combining classes (1, 202, 220, 230, 232),
   // precomposed letters, Hangul jamo and syllables, a singleton, a
   // composition exclusion and a mark that decomposes into two marks.
-  const std::vector<std::string> alphabet = {
-      "a",      "e",      "o",      " ",      "\u0301", "\u0316", "\u0327", "\u0334", "\u031b", "\u0308",
-      "\u035c", "\u00e9", "\u01d6", "\u1100", "\u1161", "\u11a8", "\uac00", "\u212b", "\u0958", "\u0344",
-      "\u05b0", "\u0b47", "\u0b3e", "\u4e00"};
+  const std::vector<std::string> alphabet = {"a",      "e",      "o",      " ",      "\u0301", "\u0316",
+                                             "\u0327", "\u0334", "\u031b", "\u0308", "\u035c", "\u00e9",
+                                             "\u01d6", "\u1100", "\u1161", "\u11a8", "\uac00", "\u212b",
+                                             "\u0958", "\u0344", "\u05b0", "\u0b47", "\u0b3e", "\u4e00"};
   const Normalizer nfc(Normalizer::Form::NFC);
   std::mt19937 rng(11);
   for (int trial = 0; trial < 2000; ++trial) {

@@ -44,20 +44,24 @@ TEST_CASE("the words of any text concatenate back to it, even a megabyte of spac
   CHECK(words(qwen2, "").empty());
 }
 
-TEST_CASE("a pattern PCRE2 cannot compile is an error naming the file and offset", "[tokenizer][pretokenizer][bad-input]") {
+TEST_CASE("a pattern PCRE2 cannot compile is an error naming the file and offset",
+          "[tokenizer][pretokenizer][bad-input]") {
   REQUIRE_ERROR_MENTIONS(PreTokenizer({"(\\p{L}+"}, false, "tok.json"), "tok.json", "does not compile", "offset 7");
 }
 
-TEST_CASE("pre_tokenizer shapes other than byte-level splits are refused by name", "[tokenizer][pretokenizer][bad-input]") {
+TEST_CASE("pre_tokenizer shapes other than byte-level splits are refused by name",
+          "[tokenizer][pretokenizer][bad-input]") {
   using nlohmann::json;
   REQUIRE_ERROR_MENTIONS(PreTokenizer::from_json(json{{"type", "Metaspace"}}, "tok.json"), "tok.json", "Metaspace");
   REQUIRE_ERROR_MENTIONS(PreTokenizer::from_json(json(nullptr), "tok.json"), "pre_tokenizer is missing");
-  const json no_byte_level = {{"type", "Sequence"},
-                              {"pretokenizers", {{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Isolated"}}}}};
+  const json no_byte_level = {
+      {"type", "Sequence"},
+      {"pretokenizers", {{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Isolated"}}}}};
   REQUIRE_ERROR_MENTIONS(PreTokenizer::from_json(no_byte_level, "tok.json"), "no ByteLevel step");
   const json removed = {{"type", "Sequence"},
-                        {"pretokenizers", {{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Removed"}},
-                                           {{"type", "ByteLevel"}, {"use_regex", false}}}}};
+                        {"pretokenizers",
+                         {{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Removed"}},
+                          {{"type", "ByteLevel"}, {"use_regex", false}}}}};
   REQUIRE_ERROR_MENTIONS(PreTokenizer::from_json(removed, "tok.json"), "behavior 'Removed'", "Isolated");
 }
 

@@ -10,7 +10,8 @@
 using namespace servelab;
 using namespace servelab::test;
 
-TEST_CASE("qwen2-tiny-chat: chat -> prompt ids -> greedy reply -> text, as transformers", "[tokenizer][golden][generate]") {
+TEST_CASE("qwen2-tiny-chat: chat -> prompt ids -> greedy reply -> text, as transformers",
+          "[tokenizer][golden][generate]") {
   const auto dir = tokenizer_fixtures() / "qwen2-tiny-chat";
   const auto ref = load_reference("tokenizer/qwen2-tiny-chat");
   auto model = Model::from_pretrained(dir, ModelOptions{});
@@ -57,9 +58,10 @@ TEST_CASE("a model folder without tokenizer.json is an error naming the file", "
 
 TEST_CASE("a chat template that is not ChatML or Llama 3 is an error naming the file", "[tokenizer][chat][bad-input]") {
   ScratchDir scratch("template");
-  std::ofstream(scratch.path() / "tokenizer_config.json") << R"({"chat_template": "{% for m in messages %}<<{{ m.role }}>>{% endfor %}"})";
-  REQUIRE_ERROR_MENTIONS(load_chat_template(scratch.path()), "tokenizer_config.json", "not a format servelab recognises",
-                         "<<{{ m.role }}>>");
+  std::ofstream(scratch.path() / "tokenizer_config.json")
+      << R"({"chat_template": "{% for m in messages %}<<{{ m.role }}>>{% endfor %}"})";
+  REQUIRE_ERROR_MENTIONS(load_chat_template(scratch.path()), "tokenizer_config.json",
+                         "not a format servelab recognises", "<<{{ m.role }}>>");
   std::ofstream(scratch.path() / "tokenizer_config.json") << R"({"chat_template": )";
   REQUIRE_ERROR_MENTIONS(load_chat_template(scratch.path()), "tokenizer_config.json", "not valid JSON");
 }

@@ -24,9 +24,9 @@ TEST_CASE("valid UTF-8 of every length passes through unchanged", "[tokenizer][u
 
 TEST_CASE("each maximal invalid subpart becomes one U+FFFD", "[tokenizer][utf8]") {
   CHECK(to_valid_utf8("\xff") == kFFFD);
-  CHECK(to_valid_utf8("a\xe2\x82") == "a" + kFFFD);          // a cut-off 3-byte character: one subpart
+  CHECK(to_valid_utf8("a\xe2\x82") == "a" + kFFFD);               // a cut-off 3-byte character: one subpart
   CHECK(to_valid_utf8("\xed\xa0\x80") == kFFFD + kFFFD + kFFFD);  // a surrogate: ED is followed by A0, outside 80..9F
-  CHECK(to_valid_utf8("\xc0\xaf") == kFFFD + kFFFD);         // an overlong '/'
+  CHECK(to_valid_utf8("\xc0\xaf") == kFFFD + kFFFD);              // an overlong '/'
   CHECK(to_valid_utf8("\xf0\x9f\xf0\x9f\x98\x80") == kFFFD + "\U0001F600");
   CHECK(to_valid_utf8("\x80x") == kFFFD + "x");
 }

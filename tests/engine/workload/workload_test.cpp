@@ -48,9 +48,7 @@ double Phi(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }  // standa
 std::pair<double, double> clamped_lognormal_moments(const LengthDist& d) {
   const double mu = std::log(d.median), s = d.sigma, a = d.min, b = d.max;
   const double alpha = (std::log(a) - mu) / s, beta = (std::log(b) - mu) / s;
-  auto partial = [&](int k) {
-    return std::exp(k * mu + k * k * s * s / 2) * (Phi(beta - k * s) - Phi(alpha - k * s));
-  };
+  auto partial = [&](int k) { return std::exp(k * mu + k * k * s * s / 2) * (Phi(beta - k * s) - Phi(alpha - k * s)); };
   const double m1 = a * Phi(alpha) + partial(1) + b * (1 - Phi(beta));
   const double m2 = a * a * Phi(alpha) + partial(2) + b * b * (1 - Phi(beta));
   return {m1, std::sqrt(m2 - m1 * m1)};
@@ -104,7 +102,8 @@ TEST_CASE("integer draws are pinned so every machine makes the same workload", "
   // If they change, every lab's workload changed with them.
   const auto w = make_workload(spec_of(5, LengthDist::uniform(1, 1000), LengthDist::uniform(1, 1000)), 100);
   std::vector<int> prompt_lens, output_lens;
-  for (const auto& r : w) prompt_lens.push_back(static_cast<int>(r.prompt_ids.size())), output_lens.push_back(r.max_tokens);
+  for (const auto& r : w)
+    prompt_lens.push_back(static_cast<int>(r.prompt_ids.size())), output_lens.push_back(r.max_tokens);
   CHECK(prompt_lens == std::vector<int>{972, 245, 793, 524, 853});
   CHECK(output_lens == std::vector<int>{912, 171, 991, 862, 299});
   CHECK(w[0].prompt_ids[0] == 54);
@@ -208,8 +207,8 @@ TEST_CASE("workload: arrival flags parse and bad ones are refused", "[workload]"
   CHECK(parse_arrivals("poisson:2.5", "--arrivals").rate == 2.5);
   CHECK(parse_arrivals("poisson:2.5", "--arrivals").describe() == "poisson:2.5");
   CHECK(parse_arrivals("trace:C:/a:b.txt", "--arrivals").trace_path == "C:/a:b.txt");
-  for (const char* text : {"", "poisson", "poisson:", "poisson:0", "poisson:-1", "poisson:inf", "poisson:x",
-                           "trace:", "burst:3", "All"})
+  for (const char* text :
+       {"", "poisson", "poisson:", "poisson:0", "poisson:-1", "poisson:inf", "poisson:x", "trace:", "burst:3", "All"})
     REQUIRE_ERROR_MENTIONS(parse_arrivals(text, "--arrivals"), "--arrivals", std::string("'") + text + "'",
                            "expected all");
 }
@@ -307,8 +306,9 @@ TEST_CASE("bad JSONL workload files as a whole are refused by name", "[workload]
   const auto missing = (dir.path() / "nope.jsonl").string();
   REQUIRE_ERROR_MENTIONS(read_workload_file(missing, 100), missing, "cannot open the workload file");
   // Arrival times on some lines only.
-  const auto some = write(dir, "some.jsonl",
-                          "{\"prompt_len\": 1, \"output_len\": 1, \"arrival\": 1}\n{\"prompt_len\": 1, \"output_len\": 1}\n");
+  const auto some =
+      write(dir, "some.jsonl",
+            "{\"prompt_len\": 1, \"output_len\": 1, \"arrival\": 1}\n{\"prompt_len\": 1, \"output_len\": 1}\n");
   REQUIRE_ERROR_MENTIONS(read_workload_file(some, 100), some + ":2:", "missing field 'arrival'", "line 1 has one");
   // Over the size limit: a sparse file, so the check must come before reading (nothing is allocated).
   const auto huge = write(dir, "huge.jsonl", "");
@@ -342,8 +342,9 @@ TEST_CASE("workload: trace arrivals come from a file of times", "[workload]") {
 TEST_CASE("make_workload refuses a bad spec by name", "[workload]") {
   REQUIRE_ERROR_MENTIONS(make_workload(spec_of(0, LengthDist::fixed(1), LengthDist::fixed(1)), 10), "num_requests");
   // Checked before the request vector is reserved.
-  REQUIRE_ERROR_MENTIONS(make_workload(spec_of(kMaxWorkloadRequests + 1, LengthDist::fixed(1), LengthDist::fixed(1)), 10),
-                         "num_requests must be in [1, 1000000]");
+  REQUIRE_ERROR_MENTIONS(
+      make_workload(spec_of(kMaxWorkloadRequests + 1, LengthDist::fixed(1), LengthDist::fixed(1)), 10),
+      "num_requests must be in [1, 1000000]");
   REQUIRE_ERROR_MENTIONS(make_workload(spec_of(1, LengthDist::fixed(1), LengthDist::fixed(1)), 0), "vocab_size");
   auto spec = spec_of(1, LengthDist::fixed(1), LengthDist::fixed(1));
   spec.output_len.max = 0;  // built by hand, not by a factory
@@ -352,10 +353,10 @@ TEST_CASE("make_workload refuses a bad spec by name", "[workload]") {
 
 TEST_CASE("workload: clamp_to_context fits prompt plus output into the context", "[workload]") {
   std::vector<WorkloadRequest> w(4);
-  w[0].prompt_ids.assign(10, 1), w[0].max_tokens = 5;    // fits: 15 <= 16
-  w[1].prompt_ids.assign(10, 1), w[1].max_tokens = 50;   // output cut to 16 - 10 = 6
-  w[2].prompt_ids.assign(40, 1), w[2].max_tokens = 50;   // prompt cut to 15 and output to 1
-  w[3].prompt_ids.assign(16, 1), w[3].max_tokens = 1;    // a prompt of the whole context leaves no room: cut to 15
+  w[0].prompt_ids.assign(10, 1), w[0].max_tokens = 5;   // fits: 15 <= 16
+  w[1].prompt_ids.assign(10, 1), w[1].max_tokens = 50;  // output cut to 16 - 10 = 6
+  w[2].prompt_ids.assign(40, 1), w[2].max_tokens = 50;  // prompt cut to 15 and output to 1
+  w[3].prompt_ids.assign(16, 1), w[3].max_tokens = 1;   // a prompt of the whole context leaves no room: cut to 15
   CHECK(clamp_to_context(w, 16) == 3);
   CHECK((w[0].prompt_ids.size() == 10 && w[0].max_tokens == 5));
   CHECK((w[1].prompt_ids.size() == 10 && w[1].max_tokens == 6));
