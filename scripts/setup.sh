@@ -13,10 +13,11 @@ packages=(build-essential cmake libopenblas-dev nlohmann-json3-dev libcli11-dev 
           libdnnl-dev                                      # prefill GEMM (oneDNN), issue 17
           doxygen)                                         # the course site (scripts/docs.sh) and its test
 # The sanitizer build and the fuzzers (CMake preset asan, scripts/fuzz.sh): clang,
-# and compiler-rt for ASan/UBSan/libFuzzer (only recommended by clang-14, so named).
+# and compiler-rt for ASan/UBSan/libFuzzer (only recommended by clang-14, so named);
+# clang-format for the formatting check of changed lines (scripts/check_format.sh).
 # CI installs them; elsewhere SERVELAB_ASAN=1 asks for them.
 if [ "${CI:-}" = "true" ] || [ "${SERVELAB_ASAN:-}" = "1" ]; then
-  packages+=(clang libclang-rt-14-dev)
+  packages+=(clang libclang-rt-14-dev clang-format)
 fi
 
 missing=()
