@@ -1,8 +1,9 @@
 /**
  * @file lab03.h
  * @brief Lab 03's computed tables (computed.cpp): the work of a step from
- *        its shape, and step times predicted from datasheet roofs. main.cpp
- *        measures this machine's roofs and steps and fits the cost model.
+ *        its shape, and step times predicted by the cost model fitted here
+ *        and from datasheet roofs. main.cpp measures this machine's roofs and
+ *        steps and fits the cost model.
  * @see labs/03_roofline/README.md
  */
 #pragma once
@@ -10,6 +11,7 @@
 #include <iomanip>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lab.h"
@@ -36,6 +38,12 @@ Table seed_table(const Hardware& a100);
 /// 2. Whole model steps of the published shapes, as a GPU server would run them (bf16): attention and the LM head
 ///    move the intensity off the one-GEMM numbers.
 std::vector<Table> preset_step_tables(const Hardware& a100);
+
+/// 5. The cost model, calibrated here, predicted vs measured: what two straight roofs and a constant explain.
+///    @p calibration and @p names are the measured steps; @p busy, if not empty, is printed as a warning.
+Table cost_model_table(const CostModel& here, double fmaN, double readN,
+                       const std::vector<std::pair<Work, double>>& calibration, const std::vector<std::string>& names,
+                       const std::string& busy);
 
 /// 6. GPU step times from the same model with datasheet roofs: simulated, what the same steps cost on a GPU.
 Table gpu_simulated_table(const ModelConfig& c, int context);

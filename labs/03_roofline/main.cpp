@@ -105,29 +105,6 @@ Table roofs_table(const MachineRoofs& r, int threads) {
   return roofs;
 }
 
-// 5. The cost model, calibrated here, predicted vs measured: what two straight roofs and a constant explain.
-Table cost_model_table(const CostModel& here, double fmaN, double readN,
-                       const std::vector<std::pair<Work, double>>& calibration, const std::vector<std::string>& names,
-                       const std::string& busy) {
-  Table fit{.name = "cost_model",
-            .title = "Cost model: max(FLOPs / (" + fixed(fmaN, 0) + " GFLOP/s × " + fixed(here.compute_efficiency, 2) +
-                     "), bytes / (" + fixed(readN, 1) + " GB/s × " + fixed(here.memory_efficiency, 2) + ")) + " +
-                     fixed(here.overhead_s * 1e3, 2) + " ms",
-            .columns = {{"point"}, {"measured [ms]", 2}, {"predicted [ms]", 2}, {"error"}}};
-  for (std::size_t i = 0; i < calibration.size(); ++i) {
-    const double predicted = here.predict(calibration[i].first), measured = calibration[i].second;
-    fit.add_row({names[i], measured * 1e3, predicted * 1e3, fixed(100.0 * (predicted - measured) / measured, 0) + "%"});
-  }
-  fit.note =
-      "Fitted here by weighted least squares (relative errors): the fraction of each measured roof the "
-      "engine reaches, and a per-step overhead. The errors show what two straight roofs cannot capture "
-      "(mid-sized batches run their GEMMs below the large-GEMM rate) and how much the machine drifted "
-      "while the points and the roofs were measured." +
-      (busy.empty() ? std::string() : " Warning: " + busy + ".");
-  if (!busy.empty()) std::cerr << "lab_03_roofline: warning: " << busy << "\n";
-  return fit;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {

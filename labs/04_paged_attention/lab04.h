@@ -1,8 +1,10 @@
 /**
  * @file lab04.h
  * @brief Lab 04's space tables (space.cpp): where KV memory goes with
- *        contiguous regions and with paged blocks. main.cpp serves the
- *        workload with each policy (time) and prints the verdict.
+ *        contiguous regions and with paged blocks; and its time side
+ *        (time.cpp): one policy's serving run and the continuous run's
+ *        timeline. main.cpp serves the workload with each policy, tabulates
+ *        the runs and prints the verdict.
  * @see labs/04_paged_attention/README.md
  */
 #pragma once
@@ -10,10 +12,19 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <vector>
+
 #include "lab.h"
+#include "serve/engine.h"
+#include "serve/ladder.h"
+#include "serve/metrics.h"
+#include "workload/workload.h"
+#include "serving.h"
 
 namespace servelab::lab04 {
 
+using lab::Progress;
+using lab::ServedRun;
 using lab::Table;
 
 /// 1a. The KV cache article §4-1's requests A, B and C, then D arriving after B finished: contiguous first fit
@@ -33,5 +44,21 @@ struct KVMemory {
  */
 KVMemory kv_memory(int memory_requests, int memory_max_model_len, int memory_seqs, std::uint64_t seed, int vocab_size,
                    std::size_t token_bytes);
+
+/// One policy's serving run over the workload on the real model (time.cpp).
+struct ServingRun {
+  SchedulingPolicy policy = SchedulingPolicy::CONTINUOUS;
+  ServingMetrics metrics{};
+  ServedRun run{};  ///< its steps and every request's tokens
+  int preemptions = 0;
+  double wall = 0, busy = 0, schedule = 0;
+};
+
+/// Serves @p workload on @p model with @p lab_config's engine (its policy), advancing @p bar by each step's outputs.
+ServingRun serve(Model& model, const LabConfig& lab_config, const std::vector<WorkloadRequest>& workload,
+                 Progress& bar);
+
+/// The continuous run @p cont, step by step, for the timeline plots (saved, not printed).
+Table timeline_table(const ServingRun& cont);
 
 }  // namespace servelab::lab04
