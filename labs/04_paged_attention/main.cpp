@@ -167,11 +167,10 @@ int main(int argc, char** argv) {
     const ModelConfig& c = model->config();
     std::vector<WorkloadRequest> workload = make_workload(spec, c.vocab_size);
     const int clamped = clamp_to_context(workload, c.max_position_embeddings);
-    long total_tokens = 0, longest = 0, total_output = 0;
+    long total_tokens = 0, longest = 0;
     for (const auto& r : workload) {
       const long n = static_cast<long>(r.prompt_ids.size()) + r.max_tokens;
       total_tokens += n;
-      total_output += r.max_tokens;
       longest = std::max(longest, n);
     }
     EngineConfig& engine_config = base.engine;  // what the flags set; configure() adds the techniques
