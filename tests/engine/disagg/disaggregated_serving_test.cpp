@@ -17,6 +17,7 @@
 #include "disagg/process.h"
 #include "model/model.h"
 #include "serve/engine.h"
+#include "test_util.h"
 
 namespace servelab::disagg {
 namespace {
@@ -357,6 +358,42 @@ TEST_CASE("workers with lab 06's chunked prefill (budget 8, prompts up to 17 tok
   const auto [prefill, decode] = cluster.stop();
   CHECK(prefill == std::optional<int>(0));
   CHECK(decode == std::optional<int>(0));
+}
+
+TEST_CASE("control messages: sampling settings round-trip, are refused by field name, and default to greedy",
+          "[disagg]") {
+  Message m = {{"type", "alloc"}};
+  const RequestSampling none = sampling_from(m, 512);
+  CHECK(none.params.temperature == 0.0f);
+  CHECK(none.stop_token_ids.empty());
+  const RequestSampling s{.params = {.temperature = 0.7f, .top_k = 5, .top_p = 0.9f, .seed = 12},
+                          .stop_token_ids = {3, 4}};
+  put_sampling(m, s);
+  const RequestSampling back = sampling_from(m, 512);
+  CHECK(back.params.temperature == 0.7f);
+  CHECK(back.params.top_k == 5);
+  CHECK(back.params.top_p == 0.9f);
+  CHECK(back.params.seed == 12);
+  CHECK(back.stop_token_ids == std::vector<std::int32_t>{3, 4});
+  const auto with = [&](const char* key, const Message& value) {
+    Message bad = m;
+    bad["sampling"][key] = value;
+    return bad;
+  };
+  Message not_object = m;
+  not_object["sampling"] = "hot";
+  REQUIRE_ERROR_MENTIONS(sampling_from(not_object, 512), "'sampling'", "must be an object");
+  REQUIRE_ERROR_MENTIONS(sampling_from(with("temperature", -1), 512), "alloc.sampling", "'temperature'");
+  REQUIRE_ERROR_MENTIONS(sampling_from(with("temperature", "warm"), 512), "'temperature'", "must be a number");
+  REQUIRE_ERROR_MENTIONS(sampling_from(with("top_p", 1.5), 512), "'top_p'");
+  REQUIRE_ERROR_MENTIONS(sampling_from(with("top_k", -2), 512), "'top_k'");
+  REQUIRE_ERROR_MENTIONS(sampling_from(with("seed", -1), 512), "'seed'");
+  Message missing = m;
+  missing["sampling"].erase("top_k");
+  REQUIRE_ERROR_MENTIONS(sampling_from(missing, 512), "'top_k'", "missing");
+  Message stop = m;
+  stop["stop_token_ids"] = {1, 512};
+  REQUIRE_ERROR_MENTIONS(sampling_from(stop, 512), "'stop_token_ids'");
 }
 
 TEST_CASE("a full decode worker makes requests wait, and refuses one that can never fit, with a reason", "[disagg]") {
