@@ -113,7 +113,7 @@ int run_generate(const GenerateArgs& a) {
 
   const ModelOptions options = model_options(a.model);
   const double load_start = now_seconds();
-  std::unique_ptr<Model> model = load_model(a.model);
+  std::unique_ptr<Model> model = load_model(a.model, options);
   const ModelConfig& c = model->config();
   const Prompt prompt = make_prompt(a, c);
   const double load_seconds = now_seconds() - load_start;

@@ -41,15 +41,13 @@ ModelOptions model_options(const ModelFlags& f) {
   return options;
 }
 
-std::string describe_source(const ModelFlags& f) {
-  return f.model_dir.empty() ? "preset " + f.preset + " (synthetic weights)" : f.model_dir;
-}
-
-std::unique_ptr<Model> load_model(const ModelFlags& f) {
-  const ModelOptions options = model_options(f);
-  std::cerr << "loading " << describe_source(f) << " ...\n";
+std::unique_ptr<Model> load_model(const ModelFlags& f, const ModelOptions& options) {
+  std::cerr << "loading " << (f.model_dir.empty() ? "preset " + f.preset + " (synthetic weights)" : f.model_dir)
+            << " ...\n";
   return f.model_dir.empty() ? Model::from_preset(f.preset, f.weights_seed, options)
                              : Model::from_pretrained(f.model_dir, options);
 }
+
+std::unique_ptr<Model> load_model(const ModelFlags& f) { return load_model(f, model_options(f)); }
 
 }  // namespace servelab::cli

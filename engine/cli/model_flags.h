@@ -51,13 +51,13 @@ void add_model_flags(CLI::App& app, ModelFlags& flags, ModelFlagSet which = {});
  */
 ModelOptions model_options(const ModelFlags& flags);
 
-/// "preset NAME (synthetic weights)" or the model folder: what a "loading ..." line names.
-std::string describe_source(const ModelFlags& flags);
-
 /**
- * @brief Loads the model the flags name, after one "loading ..." line on stderr.
- * @throws Error naming the flag when a value is out of range or the model cannot be loaded.
+ * @brief Loads the model the flags name (--preset with --weights-seed, or --model), run with
+ *        @p options, after one "loading ..." line on stderr.
+ * @throws Error when the model cannot be loaded.
  */
+std::unique_ptr<Model> load_model(const ModelFlags& flags, const ModelOptions& options);
+/// load_model(flags, model_options(flags)). @throws Error naming the flag when a value is out of range.
 std::unique_ptr<Model> load_model(const ModelFlags& flags);
 
 }  // namespace servelab::cli

@@ -38,8 +38,8 @@ bool PrefillRole::abort(std::int64_t req) {
 }
 
 void PrefillRole::read_done(std::int64_t req) {
-  for (const auto& [id, job] : jobs_)
-    if (job.req == req && job.held_until >= 0) return release(id);
+  const auto it = find(req);
+  if (it != jobs_.end() && it->second.held_until >= 0) release(it->first);
 }
 
 bool PrefillRole::holding() const {

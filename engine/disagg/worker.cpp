@@ -72,6 +72,7 @@ class Worker {
   explicit Worker(const WorkerConfig& c)
       : c_(c),
         model_(load_model(c)),
+        hash_(model_hash(c.model)),
         engine_(*model_, engine_config(c)),
         context_{.config = c_, .engine = engine_, .transport = transport_, .socket = socket_} {
     context_.pace = emulated_rate(find_link(c.link, "--link"), model_->config(), preset(c.link_model));
@@ -127,7 +128,7 @@ class Worker {
                            {"role", to_string(c_.role)},
                            {"transport", to_json(transport_.local_info())},
                            {"kv_layout", to_json(context_.layout)},
-                           {"model_hash", model_hash(c_.model)}});
+                           {"model_hash", hash_}});
     const auto answer = receive_message(socket_, static_cast<int>(c_.router_timeout * 1000));
     check(answer.has_value(), "router: no answer to the registration within --router-timeout ", c_.router_timeout,
           " s");
@@ -187,8 +188,7 @@ class Worker {
   void add_peer(const Message& m) {
     const int id = field_worker(m, "worker_id");
     const std::string hash = field_string(m, "model_hash");
-    const std::string mine = model_hash(c_.model);
-    check(hash == mine, "peer worker ", id, " serves model ", hash, ", this one ", mine, "; not connecting");
+    check(hash == hash_, "peer worker ", id, " serves model ", hash, ", this one ", hash_, "; not connecting");
     const KVLayout layout = kv_layout_from_json(m.at("kv_layout"));
     check(layout.compatible(context_.layout), "peer worker ", id,
           ": its KV layout is not this worker's (block size, layers or kv_dim)");
@@ -196,7 +196,8 @@ class Worker {
   }
 
   WorkerConfig c_;
-  std::unique_ptr<Model> model_;
+  std::unique_ptr<Model> model_;  // first: load_model() checks the flags before anything else runs
+  std::string hash_;              // model_hash(c_.model), read once: --model reads config.json for it
   Engine engine_;
   UcxTransport transport_;
   zmq::context_t zmq_;

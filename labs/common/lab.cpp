@@ -35,8 +35,9 @@ ModelOptions model_options(const LabOptions& o, bool deterministic) {
 }
 
 std::unique_ptr<Model> load_model(const LabOptions& o, const ModelOptions& m) {
-  std::cerr << "loading " << cli::describe_source(o) << " ...\n";
-  return o.model_dir.empty() ? Model::from_preset(o.preset, o.seed, m) : Model::from_pretrained(o.model_dir, m);
+  cli::ModelFlags flags = o;
+  flags.weights_seed = o.seed;  // a lab's --seed seeds the weights too
+  return cli::load_model(flags, m);
 }
 
 std::unique_ptr<Model> load_model(const LabOptions& o, bool deterministic) {
