@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file cpu_speed_bench.cpp
  * @brief CPU speed of the engine against limits measured in the same run.

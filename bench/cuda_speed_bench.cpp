@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file cuda_speed_bench.cpp
  * @brief CUDA backend speed, op by op and step by step, beside limits

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file tokenizer_bench.cpp
  * @brief Google Benchmark of the tokenizer: encode (the whole text as one

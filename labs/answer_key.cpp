@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file answer_key.cpp
  * @brief `answer_key`: prints the chapters' checkable questions and their

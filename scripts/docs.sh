@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the course site: the lab chapters with their figures, the concept
 # pages, glossary and sources, and the API reference of engine/, as HTML in
 # OUT/html (default build/docs). Fails on any Doxygen warning, then checks

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs every libFuzzer target in tests/fuzz for SECONDS seconds each (default
 # 60), on seed corpora made from tests/fixtures, with the JSON-key dictionary.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # GPU check: on a machine with a CUDA GPU, build servelab with its CUDA
 # backend in a folder of its own, run every test labelled "gpu" (each op and
 # whole generations against the CPU backend), then benchmark the

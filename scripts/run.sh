@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Quick start, command 1: install, build, and run the labs in order on their
 # embedded synthetic defaults (no download), then draw their plots.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs what the build needs (Debian 12 packages), then configures and
 # builds servelab into build/. Sourced by run.sh and test.sh; safe to rerun.
 set -euo pipefail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Catch2 v2's implementation, compiled once and linked into every test executable: it is the
 // slowest file of the build (about 25 s, a minute under ASan), and each main() only calls run_catch().
 #define CATCH_CONFIG_RUNNER

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file catch_session.h
  * @brief Runs Catch2 for every test executable from one compiled copy of its

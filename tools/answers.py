@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Checks a learner's answers to the chapters' questions against the answer key (grade.py --answers).
 
 The key comes from the engine: `answer_key` (labs/answer_key.cpp) prints

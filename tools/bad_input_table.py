@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes docs/bad_inputs.md, the table of bad inputs and what servelab says, from the tests.
 
 Usage: python3 tools/bad_input_table.py [BUILD_DIR] [OUTPUT]   (defaults: build, docs/bad_inputs.md)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """GPT-2's byte-level alphabet, shared by the fixture and GGUF writers (standard library only)."""
 
 

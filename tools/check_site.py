@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Checks a built course site: every lab chapter is a page, every figure it embeds is there.
 
 Usage: python3 tools/check_site.py ROOT HTML_DIR

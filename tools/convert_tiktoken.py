@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Convert a tiktoken rank file (base64 token, rank per line) into a Qwen2-style tokenizer.json.
 
 Why: a real 150k-token vocabulary is the honest test bed for tokenizer speed

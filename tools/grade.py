@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Grades the labs: runs each lab's labelled tests (ctest -L labNN) and scores them.
 
 Usage: python3 tools/grade.py [--build build] [--labs all|01,04] [--json report.json]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Prefill and decode speed of servelab beside llama.cpp on this CPU, same
 # model shape (qwen2.5-0.5b, random weights), f32 and bf16 weights, 1 and 2
 # threads, measured in alternating rounds so both see the same machine.

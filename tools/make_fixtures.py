@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Build the tiny Hugging Face test checkpoints and reference outputs under tests/fixtures/.
 
 Why this exists: the C++ engine (engine/) loads real Hugging Face checkpoints

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Write a GGUF file with random weights in Qwen2.5-0.5B's shape, for llama.cpp's llama-bench.
 
 The side-by-side with llama.cpp (tools/llamacpp_side_by_side.sh) needs the same

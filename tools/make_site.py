@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Lays out the course site's pages for Doxygen (scripts/docs.sh runs it, then Doxygen).
 
 Usage: python3 tools/make_site.py ROOT OUT

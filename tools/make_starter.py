@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Writes a student starter tree from the reference: marked solutions become stubs that fail clearly.
 
 Usage: python3 tools/make_starter.py ROOT OUT [--labs all|04,06] [--list]

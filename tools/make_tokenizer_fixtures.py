@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Build the tokenizer fixtures under tests/fixtures/tokenizer/ with Hugging Face tokenizers.
 
 Why this exists: servelab's C++ tokenizer (engine/tokenizer/) reads a Hugging

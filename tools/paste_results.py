@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Pastes a lab's tables from its results JSON into its README chapter.
 
 Usage: python3 tools/paste_results.py results/02_kv_cache/02_kv_cache.json labs/02_kv_cache/README.md

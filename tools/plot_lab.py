@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Draws a lab's plots from the JSON the lab wrote, never from typed numbers.
 
 Usage: python3 tools/plot_lab.py results/02_kv_cache/02_kv_cache.json [...]

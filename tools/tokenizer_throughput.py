@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Encode throughput of servelab's tokenizer beside Hugging Face tokenizers, on the same text, in one run.
 
 Builds the benchmark text (the fixture training text repeated to --mb MB), runs

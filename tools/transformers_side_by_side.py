@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Generation without a KV cache, servelab beside Hugging Face transformers on this CPU.
 
 Lab 02 times generation with the cache off (every step recomputes the whole

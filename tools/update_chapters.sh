@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Reruns every lab with its default settings, draws the plots, and pastes the
 # tables and figures into the lab chapters (labs/NN_*/README.md), so the
 # numbers in the chapters always come from one real run. Run it on a quiet

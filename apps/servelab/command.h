@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file command.h
  * @brief The `servelab` subcommands, each in a file of its own, in one shape:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "engine_flags.h"
 
 #include <CLI/CLI.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file engine_flags.h
  * @brief The engine flags that `servelab serve` and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file main.cpp
  * @brief `servelab`: the engine's command-line front end.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file text_input.h
  * @brief What `generate` and `tokenize` read text with: the tokenizer a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cli/model_flags.h"
 
 #include <iostream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file model_flags.h
  * @brief The model flags, declared once: which model (--preset or --model,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "config/model_config.h"
 
 #include <cmath>

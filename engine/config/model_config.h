@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file model_config.h
  * @brief Model shape and hyper-parameters: read from a Hugging Face

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file checked.h
  * @brief Checked integer conversion for every number that comes from outside

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file dtype.h
  * @brief Element types of tensors (f32, f16, bf16) and conversions to f32.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file error.h
  * @brief The one error type the engine throws for bad input or failed I/O.

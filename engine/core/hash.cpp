@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/hash.h"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file hash.h
  * @brief FNV-1a hashing: names of synthetic tensors, and the short hash of

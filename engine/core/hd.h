@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file hd.h
  * @brief One macro that lets a function compile for both the CPU and a CUDA

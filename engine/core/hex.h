@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file hex.h
  * @brief Bytes as lower-case hex text and back, for opaque binary blobs

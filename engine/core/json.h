@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file json.h
  * @brief Reading JSON that comes from outside (config.json, tokenizer.json,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file random.h
  * @brief The project's one seeded random generator: SplitMix64, as a stream

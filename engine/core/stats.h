@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file stats.h
  * @brief Statistics of repeated measurements: percentiles and the summary

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file tensor.h
  * @brief A typed, shaped view of memory with shared ownership of its storage.

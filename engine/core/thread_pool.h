@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file thread_pool.h
  * @brief The engine's one pool of worker threads.

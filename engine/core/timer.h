@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file timer.h
  * @brief Wall-clock time in seconds from a monotonic clock, and timing of repeated runs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Greedy choice: one block per row. Each thread keeps the best of its
 // strided share of the row, then the block reduces the candidates with the
 // shared argmax_pick(), whose tie rule (lowest index) makes the result the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lab 05's CUDA attention: v3 (flash prefill) and v4 (split-K decode) of the
 // CPU progression (engine/kernels/attention_v3_flash.cpp, _v4_split_k.cpp),
 // with the same online softmax (kernels/math/attention.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file attention_flash.h
  * @brief Lab 05's CUDA attention: flash prefill (tiles of K and V in shared

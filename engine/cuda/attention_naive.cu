@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Naive causal GQA attention: the GPU twin of attention_naive() in
 // kernels/attention.h, and the baseline lab 05's flash attention improves on.
 //

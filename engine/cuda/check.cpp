@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuda/check.h"
 
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file check.h
  * @brief Every CUDA runtime and cuBLAS call goes through one of these

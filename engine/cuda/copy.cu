@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Copies that change layout or dtype, one thread per element:
 // - gather_rows picks the rows that get logits (the final norm and LM head
 //   run on those rows only);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuda/cuda_kv_cache.h"
 
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file cuda_kv_cache.h
  * @brief KV blocks in device memory: what the CUDA backend's attention reads

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuda/cuda_model.h"
 
 #include <algorithm>

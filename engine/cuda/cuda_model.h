@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file cuda_model.h
  * @brief Model::forward() on a CUDA GPU: the same decoder step as the CPU

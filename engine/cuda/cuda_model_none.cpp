@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Built instead of the CUDA backend's sources when CMake found no CUDA
 // compiler: asking for the backend is a clear error.
 #include "core/error.h"

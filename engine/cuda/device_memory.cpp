@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuda/device_memory.h"
 
 #include <cstdlib>

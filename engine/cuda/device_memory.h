@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file device_memory.h
  * @brief Tensors in CUDA device memory, and the explicit copies between

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <cuda_runtime.h>
 
 #include <sstream>

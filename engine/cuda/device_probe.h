@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file device_probe.h
  * @brief Asks the CUDA runtime what devices exist: the first piece of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Built instead of device_probe.cu when CMake found no CUDA compiler.
 #include "cuda/device_probe.h"
 

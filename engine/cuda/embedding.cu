@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Embedding lookup: one block per token copies its row of the table,
 // widening bf16 with the same bf16_to_f32 the CPU uses. Reads T rows of the
 // table (T · hidden · 2 or 4 bytes), writes T · hidden · 4 bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fused kernels of the decode step: each replaces two or three kernels that
 // read the same data again, because a decode step (T = batch size, a few
 // rows) is bound by bytes moved and by launches, not by arithmetic.

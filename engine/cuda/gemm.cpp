@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuda/gemm.h"
 
 #include <climits>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file gemm.h
  * @brief The CUDA backend's GEMM seam: out = x · Wᵀ through cuBLAS

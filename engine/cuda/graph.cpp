@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuda/graph.h"
 
 #include "cuda/check.h"

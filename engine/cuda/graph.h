@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file graph.h
  * @brief CUDA Graphs for the decode step: the step's ~400 launches are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // KV write: one block per new token copies its K and V rows into its
 // sequence's cache rows, found through the shared KVView::key()/value()
 // (contiguous today; a block table when lab 04's paged cache arrives).

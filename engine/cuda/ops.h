@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file ops.h
  * @brief The CUDA kernels of a decoder block, one function per op, with the

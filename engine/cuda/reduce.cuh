@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file reduce.cuh
  * @brief Block-wide reductions for the CUDA kernels: each warp combines its

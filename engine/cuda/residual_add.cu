@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Element-wise adds: the residual connection (x += y) and the q/k/v bias
 // (a row vector added to every row). One thread per element.
 #include "cuda/check.h"

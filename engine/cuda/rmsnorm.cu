@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RMSNorm: one block per row. The threads split the row's sum of squares,
 // the block reduces it (a tree, unlike the CPU's left-to-right sum, so the
 // two differ by rounding only), and each thread scales its elements with the

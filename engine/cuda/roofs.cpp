@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // This GPU's roofs, measured (declared in perf/machine.h so labs need no CUDA header).
 #include <functional>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Built instead of roofs.cpp when CMake found no CUDA compiler.
 #include "core/error.h"
 #include "perf/machine.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RoPE: one thread per (row, head, pair); each calls the shared
 // rope_rotate_pair(), the function the CPU's per-head loop calls. Reads and
 // writes the rotated heads once.

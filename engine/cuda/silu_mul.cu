@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SwiGLU gating: one thread per output element calls the shared swiglu().
 // Reads T · 2F floats, writes T · F.
 #include "cuda/check.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "disagg/client.h"
 
 #include <chrono>

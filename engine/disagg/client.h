@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file client.h
  * @brief A client of the router: submits requests at their arrival times and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file control.h
  * @brief The control plane's wire format: JSON messages over ZeroMQ

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "disagg/decode_role.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file decode_role.h
  * @brief The decode side of a worker: a request waits in the engine for its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "disagg/kv_transfer_plan.h"
 
 #include <algorithm>

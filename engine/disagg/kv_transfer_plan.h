@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file kv_transfer_plan.h
  * @brief Which bytes of a request's KV move where: one descriptor per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "disagg/layer_streamer.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file layer_streamer.h
  * @brief Layer-wise KV streaming: a request's KV leaves layer by layer, on a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "disagg/link.h"
 
 #include "core/error.h"

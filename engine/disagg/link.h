@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file link.h
  * @brief Named interconnects and ratio-preserving link emulation (`--link`).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "disagg/prefill_role.h"
 
 #include <algorithm>

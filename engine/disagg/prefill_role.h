@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file prefill_role.h
  * @brief The prefill side of a worker: prompts in as engine requests of one

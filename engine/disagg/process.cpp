@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "disagg/process.h"
 
 #include <sys/wait.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file process.h
  * @brief Starting, signalling and reaping the router and worker processes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "disagg/router.h"
 
 #include <csignal>

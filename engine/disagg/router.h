@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file router.h
  * @brief `servelab router`: the control plane's hub. Workers register with it,

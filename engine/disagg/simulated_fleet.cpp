@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "disagg/simulated_fleet.h"
 
 #include <algorithm>

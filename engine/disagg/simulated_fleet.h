@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file simulated_fleet.h
  * @brief Colocated and disaggregated serving on simulated instances: lab 06's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file transport.h
  * @brief The KV data plane between a prefill and a decode worker, shaped like

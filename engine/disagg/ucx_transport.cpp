@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "disagg/ucx_transport.h"
 
 #include <ucp/api/ucp.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file ucx_transport.h
  * @brief Transport over UCX's UCP API (Debian's libucx): put/get for WRITE

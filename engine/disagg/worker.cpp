@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "disagg/worker.h"
 
 #include <filesystem>

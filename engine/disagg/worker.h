@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file worker.h
  * @brief `servelab worker --role prefill|decode|both`: the one Engine of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file worker_context.h
  * @brief What a worker's prefill and decode roles share: the one engine, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "http/engine_loop.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file engine_loop.h
  * @brief The one thread that owns the Engine (vLLM's EngineCore busy loop)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file http_server.h
  * @brief The OpenAI-compatible HTTP front end (what `vllm serve` puts in

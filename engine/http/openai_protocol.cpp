@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "http/openai_protocol.h"
 
 #include <algorithm>

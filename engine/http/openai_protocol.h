@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file openai_protocol.h
  * @brief The OpenAI API as JSON: a completion or chat completion request read

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file prometheus.h
  * @brief The server's metrics in the Prometheus text exposition format

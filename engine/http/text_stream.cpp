@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "http/text_stream.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file text_stream.h
  * @brief A reply's text as it streams: token ids through the streaming

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file attention.h
  * @brief Causal grouped-query attention over a KV cache: lab 05's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file attention_flash_tile.h
  * @brief The step flash attention repeats: a tile of query rows takes in a

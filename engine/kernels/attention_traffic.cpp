@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "kernels/attention_traffic.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file attention_traffic.h
  * @brief The bytes each attention version moves to and from main memory,

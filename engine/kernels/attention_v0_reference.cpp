@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file attention_v0_reference.cpp
  * @brief Lab 05's v0, the reference: plain loops, obviously right, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file attention_v1_standard.cpp
  * @brief Lab 05's v1, standard attention as the FlashAttention paper's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file attention_v2_blocked.cpp
  * @brief Lab 05's v2, blocked attention: a block of 64 queries of one head

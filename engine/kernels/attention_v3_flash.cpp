@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file attention_v3_flash.cpp
  * @brief Lab 05's v3, FlashAttention (Dao et al. 2022; the loop order of

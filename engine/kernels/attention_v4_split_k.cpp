@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file attention_v4_split_k.cpp
  * @brief Lab 05's v4, split-K decode (flash-decoding): one query token

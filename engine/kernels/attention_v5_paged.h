@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file attention_v5_paged.h
  * @brief Lab 05's v5, paged flash attention: v3 and v4 reading K and V

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file context.h
  * @brief What every CPU kernel is given: the thread pool and the reduction mode.

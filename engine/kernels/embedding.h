@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file embedding.h
  * @brief Token embedding lookup: one row of the embedding matrix per token.

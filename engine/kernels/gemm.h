@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file gemm.h
  * @brief The engine's one GEMM seam: out = x · Wᵀ for a batch of rows.

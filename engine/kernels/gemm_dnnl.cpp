@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "kernels/gemm_dnnl.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file gemm_dnnl.h
  * @brief The prefill GEMM on oneDNN's matmul primitive: blocked kernels

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Built instead of gemm_dnnl.cpp when CMake found no oneDNN (SERVELAB_DNNL=OFF or libdnnl-dev missing).
 #include "core/error.h"
 #include "kernels/gemm_dnnl.h"

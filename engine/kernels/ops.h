@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file ops.h
  * @brief The element-wise and per-row CPU kernels of a decoder block.

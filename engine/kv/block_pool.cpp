@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "kv/block_pool.h"
 
 #include "core/error.h"

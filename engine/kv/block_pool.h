@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file block_pool.h
  * @brief The pool of fixed-size KV blocks that every request's KV lives in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file block_table.h
  * @brief One request's logical → physical block map (vLLM: BlockTable).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "kv/contiguous_allocator.h"
 
 #include <algorithm>

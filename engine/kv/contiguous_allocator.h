@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file contiguous_allocator.h
  * @brief KV memory as one line of token positions handed out in contiguous

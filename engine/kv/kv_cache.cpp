@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "kv/kv_cache.h"
 
 #include <cstring>

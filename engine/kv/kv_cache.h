@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file kv_cache.h
  * @brief KV storage: one design, a pool of fixed-size blocks per layer, that

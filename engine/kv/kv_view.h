@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file kv_view.h
  * @brief How attention finds token t of a sequence in a KV cache.

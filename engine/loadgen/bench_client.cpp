@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loadgen/bench_client.h"
 
 #include <httplib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file bench_client.h
  * @brief `servelab bench serve`: an open-loop load generator that measures

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file backend.h
  * @brief The seam between Model and a device backend: Model runs its steps

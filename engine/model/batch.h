@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file batch.h
  * @brief A ragged batch: the new tokens of several sequences, concatenated,

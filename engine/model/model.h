@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file model.h
  * @brief The decoder-only transformer (Llama/Qwen2) and its one entry

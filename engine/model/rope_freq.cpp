@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "model/rope_freq.h"
 
 #include <cmath>

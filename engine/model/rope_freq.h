@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file rope_freq.h
  * @brief RoPE inverse frequencies for a config, with Llama 3 frequency scaling.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "model/safetensors.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file safetensors.h
  * @brief Reads Hugging Face safetensors checkpoints: one file, or shards

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file sampler.h
  * @brief Picks the next token from logits: greedy, or seeded sampling with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file weights.h
  * @brief The model's parameters, loaded from a checkpoint folder or made

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file cost_model.h
  * @brief Predicts how long a model step takes on some hardware from the

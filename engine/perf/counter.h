@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file counter.h
  * @brief Work counters: the FLOPs each op of a model step performs and the

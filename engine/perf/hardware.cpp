@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/hardware.h"
 
 #include <sstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file hardware.h
  * @brief Peak compute and memory bandwidth of the GPUs the course talks

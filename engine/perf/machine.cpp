@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/machine.h"
 
 #include <chrono>

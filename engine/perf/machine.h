@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file machine.h
  * @brief This machine's own roofs, measured: memory bandwidth with

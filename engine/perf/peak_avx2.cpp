@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The AVX2 peak loop (peak_chains.h); compiled with -mavx2 -mfma, called after a CPU check.
 #include <immintrin.h>
 

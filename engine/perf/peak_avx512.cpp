@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The AVX-512 peak loops (peak_chains.h); compiled with -mavx512f -mavx512bf16 -mfma, called after a CPU check.
 #include <immintrin.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file peak_chains.h
  * @brief The loop behind measure_peak_gflops() (machine.h): independent

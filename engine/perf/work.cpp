@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/work.h"
 
 namespace servelab {

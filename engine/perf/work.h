@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file work.h
  * @brief Closed-form counts of the work a model step does: FLOPs of the K/V

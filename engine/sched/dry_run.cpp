@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "sched/dry_run.h"
 
 #include <algorithm>

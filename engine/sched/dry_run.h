@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file dry_run.h
  * @brief The scheduler and the KV blocks without a model: every request

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "sched/kv_cache_manager.h"
 
 #include "core/error.h"

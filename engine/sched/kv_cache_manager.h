@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file kv_cache_manager.h
  * @brief Gives requests KV blocks as they grow and takes them back

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "sched/kv_meter.h"
 
 namespace servelab {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file kv_meter.h
  * @brief Where the KV memory goes at one moment: bytes holding real tokens,

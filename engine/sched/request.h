@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file request.h
  * @brief A generation request as the scheduler sees it (vLLM v1: Request,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "sched/scheduler.h"
 
 #include <algorithm>

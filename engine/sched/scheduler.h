@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file scheduler.h
  * @brief Decides, at every step, which requests run and how many of their

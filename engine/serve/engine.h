@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file engine.h
  * @brief The serving engine loop (vLLM v1's EngineCore): requests in,

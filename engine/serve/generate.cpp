@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "serve/generate.h"
 
 #include <algorithm>

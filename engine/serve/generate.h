@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file generate.h
  * @brief Autoregressive generation for one request: a prefill step over the

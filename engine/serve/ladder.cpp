@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "serve/ladder.h"
 
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file ladder.h
  * @brief The course's ladder of techniques, and the configuration each rung

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file metrics.h
  * @brief Request latency metrics with vLLM's definitions, computed in one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file replay.h
  * @brief Replays a workload on an Engine: each request joins when its

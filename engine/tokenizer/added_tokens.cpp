@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tokenizer/added_tokens.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file added_tokens.h
  * @brief The `added_tokens` of a tokenizer.json (`<|im_start|>`,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file bpe.h
  * @brief The `model` of a byte-level BPE tokenizer.json: the vocabulary, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file byte_level.h
  * @brief GPT-2's byte-level alphabet: the reversible map from the 256 byte

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file chat_template.h
  * @brief Chat templates: turn a list of messages into the prompt text an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tokenizer/detokenizer.h"
 
 #include "tokenizer/utf8.h"

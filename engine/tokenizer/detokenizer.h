@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file detokenizer.h
  * @brief Streaming detokenization: turn ids into text one id at a time, as a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tokenizer/normalizer.h"
 
 #include <algorithm>

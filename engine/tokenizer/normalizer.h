@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file normalizer.h
  * @brief The `normalizer` step of a tokenizer.json: none, or Unicode NFC

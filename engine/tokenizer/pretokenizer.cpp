@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tokenizer/pretokenizer.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file pretokenizer.h
  * @brief The `pre_tokenizer` step of a byte-level BPE tokenizer.json: cut

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file pretrained.h
  * @brief The text side of a Hugging Face model folder: tokenizer.json, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file tokenizer.h
  * @brief A byte-level BPE tokenizer read from a Hugging Face tokenizer.json:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file utf8.h
  * @brief UTF-8 validation, lossy repair and encoding: the byte-level rules that

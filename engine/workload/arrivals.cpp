@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "workload/arrivals.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file arrivals.h
  * @brief When a workload's requests arrive: all at once, as a seeded Poisson

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "workload/length_dist.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file length_dist.h
  * @brief How long a workload's prompts and outputs are: fixed, uniform or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file limits.h
  * @brief The bounds every workload reader checks before it allocates: a flag,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file summary.h
  * @brief What a lab prints about its workload: counts, length statistics and

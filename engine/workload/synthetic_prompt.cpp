@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "workload/synthetic_prompt.h"
 
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file synthetic_prompt.h
  * @brief Prompts made of seeded random token ids, for workloads whose

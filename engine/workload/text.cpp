@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "workload/text.h"
 
 #include <filesystem>

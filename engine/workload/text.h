@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file text.h
  * @brief Reading the texts a workload comes from: numbers in flag values

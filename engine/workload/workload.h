@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file workload.h
  * @brief The requests a serving lab replays: how many, how long their prompts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "workload/workload_file.h"
 
 #include <algorithm>

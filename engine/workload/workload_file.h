@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file workload_file.h
  * @brief A workload read from a JSONL file: one request per line, with its

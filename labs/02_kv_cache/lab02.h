@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file lab02.h
  * @brief Lab 02's memory tables (memory.cpp): what the KV cache costs in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file memory.cpp
  * @brief Lab 02's memory tables: the KV memory formula for the published

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file computed.cpp
  * @brief Lab 03's computed tables: (1) the prefill/decode article's one-GEMM

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file lab03.h
  * @brief Lab 03's computed tables (computed.cpp): the work of a step from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file main.cpp
  * @brief Lab 03 — the roofline: count every FLOP and byte of a step, place

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file lab04.h
  * @brief Lab 04's space tables (space.cpp): where KV memory goes with

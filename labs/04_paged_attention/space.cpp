@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file space.cpp
  * @brief Lab 04's space tables: the KV cache article's fragmentation example,

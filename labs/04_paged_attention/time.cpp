@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file time.cpp
  * @brief Lab 04's time side: one policy's serving run over the workload on

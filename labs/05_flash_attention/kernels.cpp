@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file kernels.cpp
  * @brief Lab 05's kernel tables: (1) every attention version on causal

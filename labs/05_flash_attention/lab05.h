@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file lab05.h
  * @brief Lab 05's kernel tables (kernels.cpp), one function each; main.cpp

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file lab06.h
  * @brief Lab 06's tables, one function each: 1-3 serve on this machine

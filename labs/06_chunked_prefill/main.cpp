@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file main.cpp
  * @brief Lab 06 — chunked prefill: a token budget per step, so one long

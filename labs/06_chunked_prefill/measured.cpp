@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file measured.cpp
  * @brief Lab 06's measured tables: (1) head-of-line blocking with and without

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file simulated.cpp
  * @brief Lab 06's simulated tables at GPU scale: (4) each configuration at one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file lab07.h
  * @brief Lab 07's tables, one function each: (b) and (c) run real processes

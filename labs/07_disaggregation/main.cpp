@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file main.cpp
  * @brief Lab 07 — disaggregated prefill and decode: separate worker

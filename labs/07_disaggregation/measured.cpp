@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file measured.cpp
  * @brief Lab 07's measured tables: (b) KV transfers between real worker

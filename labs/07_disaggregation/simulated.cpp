@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file simulated.cpp
  * @brief Lab 07's simulated tables: (d) the simulator checked against the

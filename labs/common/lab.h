@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file lab.h
  * @brief The harness every lab's main() uses: common flags, model loading,

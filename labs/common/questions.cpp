@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file questions.cpp
  * @brief The answer key: each question's number from the engine function

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file questions.h
  * @brief The chapters' checkable questions and their answers, computed by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file report.h
  * @brief What every lab prints and saves: a settings block, fixed-width

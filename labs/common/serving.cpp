@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file serving.cpp
  * @brief The serving labs' shared steps (serving.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file serving.h
  * @brief What the serving labs (04-07) do around the engine, written once:

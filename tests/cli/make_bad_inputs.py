@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the broken model folders and files the CLI bad-input tests feed to servelab.
 
 Usage: make_bad_inputs.py FIXTURES_DIR OUT_DIR

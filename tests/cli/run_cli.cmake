@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs one servelab command line and checks how it ends.
 #   -DCOMMAND=<;-list>   the command and its arguments
 #   -DEXPECT=ok|error    whether it must succeed or fail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file attention_reference.h
  * @brief The tests' double-precision attention: softmax(q·Kᵀ/√d)·V over keys

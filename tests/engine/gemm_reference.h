@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file gemm_reference.h
  * @brief The tests' double-precision GEMM, out = x · Wᵀ, and the random

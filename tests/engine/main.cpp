@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // main() of the engine, lab and server test executables.
 #include "catch_session.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file test_util.h
  * @brief Shared helpers of the engine tests: fixture paths, a scratch

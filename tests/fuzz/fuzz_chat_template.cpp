@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file fuzz_chat_template.cpp
  * @brief libFuzzer target: chat template recognition and rendering.

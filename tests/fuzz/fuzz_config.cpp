@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file fuzz_config.cpp
  * @brief libFuzzer target: config.json through parse_json() and parse_config().

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file fuzz_encode_decode.cpp
  * @brief libFuzzer target: arbitrary bytes as text to encode and as ids to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file fuzz_safetensors.cpp
  * @brief libFuzzer target: a whole safetensors file (8-byte length, JSON

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file fuzz_safetensors_index.cpp
  * @brief libFuzzer target: model.safetensors.index.json, parsed and its shard

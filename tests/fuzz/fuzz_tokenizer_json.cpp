@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file fuzz_tokenizer_json.cpp
  * @brief libFuzzer target: tokenizer.json through parse_json() and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The decode step's pieces at the shapes that matter (head_dim 128, 32 query
 // heads over 8 KV heads, positions up to 32k): the fused kernels against the
 // CPU ops they replace, attention over 32k keys against a double loop, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lab 05's CUDA attention against the CPU's v0 (attention_naive): flash
 // prefill and split-K decode on ragged batches, paged and contiguous, GQA
 // 1:1, 7:1 and MQA; split-K in any number of pieces. Labelled gpu: with no

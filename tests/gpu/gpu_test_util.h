@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file gpu_test_util.h
  * @brief Helpers of the GPU tests: device copies of host vectors, NaN-poisoned

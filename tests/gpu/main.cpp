@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU tests' main(): with no CUDA device every test reports SKIP (exit
 // code 77, which CMake registers as SKIP_RETURN_CODE), never PASS. Listing the
 // tests (ctest's discovery at build time) works on any machine.

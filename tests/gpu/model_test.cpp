@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The whole model on the GPU against the same model on the CPU: greedy
 // generations, teacher-forced logits, a ragged mixed batch and the KV cache's
 // contents, for the small presets and the Hugging Face fixtures. Device

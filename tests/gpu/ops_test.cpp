@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Each CUDA op against the CPU kernel it mirrors (the specification), on
 // seeded random inputs over ragged shapes, with every output NaN-poisoned
 // before the op runs so an element it fails to write fails the comparison.

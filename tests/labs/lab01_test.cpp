@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Grading tests of lab 01 (ctest -L lab01): the recompute path, the TTFT/TPOT
 // definitions, and the lab's own run and results files. No timing is asserted.
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Grading tests of lab 02 (ctest -L lab02): token identity with the cache on
 // and off, the KV memory formula against allocated bytes, the work formulas,
 // and the lab's own run. No timing is asserted.

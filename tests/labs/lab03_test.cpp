@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Grading tests of lab 03 (ctest -L lab03): the seed's intensity table, the
 // engine's op-by-op counters against the closed form, the roofline and cost
 // model arithmetic, and the lab's own run. No timing is asserted.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Grading tests of lab 04 (ctest -L lab04), the lab's own run: the seed's
 // fragmentation example, the KV placement table, the three serving policies
 // giving identical tokens, and refusals. The engine-level tests of the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Grading tests of lab 05 (ctest -L lab05), the lab's own run and the
 // engine with flash on: the ladder's switch, the tables of a --quick run,
 // the model's tokens under flash in deterministic mode. The kernel tests of

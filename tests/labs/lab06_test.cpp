@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Grading tests of lab 06's own run (ctest -L lab06): the head-of-line
 // experiment splits the long prompt over steps without changing a token, and
 // the budget sweep serves the same tokens at every budget. No time is asserted.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Grading tests of lab 07's own run (ctest -L lab07): tables (a)-(c) come from real
 // router and worker processes, the bytes are the formula's, and bad flags are refused.
 // No time is asserted.

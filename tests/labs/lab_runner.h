@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file lab_runner.h
  * @brief Runs a lab executable as a learner would and reads what it wrote.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # `servelab serve` driven by curl: the non-streamed and streamed replies carry
 # the tokens `servelab generate` prints, with the same text; a bad request is a
 # 400 with an OpenAI error object; SIGTERM stops the server with status 0.

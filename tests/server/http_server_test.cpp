@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The server end to end on loopback, with the tiny chat fixture
 // (tests/fixtures/tokenizer/qwen2-tiny-chat): what clients see, what a
 // disconnect and a shutdown do to the KV blocks, and a bounded load.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The openai package (PyPI) as a client of `servelab serve`: completions and
 chat completions, streamed and not, usage in the last chunk, and the errors
 the package raises for a bad request and a wrong key.

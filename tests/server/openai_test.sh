@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The `openai` package from PyPI against `servelab serve` (openai_client.py).
 # SKIP (77) when VENV has no python with the package: scripts/setup.sh makes it
 # (CI=true, or SERVELAB_OPENAI_VENV=1); tests never download.

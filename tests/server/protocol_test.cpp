@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The server's parts that need no socket: request parsing and its 4xx
 // messages, stop strings over a streamed reply, Prometheus rendering.
 #include <catch2/catch.hpp>

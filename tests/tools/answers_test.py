@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Tests `grade.py --answers` and the engine's answer key (ctest label 'tools').
 
 Usage: python3 tests/tools/answers_test.py <repo root> <answer_key executable>

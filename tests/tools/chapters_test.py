@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Checks the lab chapters' pasted results (ctest docs.chapter_tables).
 
 Usage: python3 tests/tools/chapters_test.py <repo root>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Tests tools/grade.py on JUnit files of known outcome (ctest label 'tools').
 
 Usage: python3 tests/tools/grade_test.py <repo root>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The starter tree's stubs compile, every lab's at once (ctest tools.starter_compiles, label 'tools').
 
 Usage: python3 tests/tools/starter_compiles.py <repo root> <build dir> <scratch dir>

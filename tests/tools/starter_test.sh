@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The student starter tree (ctest tools.starter, label "starter"): made from the
 # reference with the last marked lab's solutions stubbed, it builds, that lab's
 # tests fail, and every earlier lab's tests pass. A later lab may build on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file rows.h
  * @brief The row-wise GEMM kernels: out[m][n] = dot(x[m], w[n]) for a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // AVX2 + FMA row kernel (compiled with -mavx2 -mfma; called only after a CPU check).
 // Intrinsics and plain loops only, for the same reason as rows_avx512.cpp.
 #include <immintrin.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // AVX-512 row kernel (compiled with -mavx512f -mavx512bw -mavx512vl -mfma; called only after a CPU check).
 // Uses intrinsics and plain loops only: no inline library templates, whose
 // AVX-512 instantiations could be merged into code that runs on older CPUs.

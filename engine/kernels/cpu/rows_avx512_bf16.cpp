@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // AVX512_BF16 row kernel (compiled with -mavx512f -mavx512bw -mavx512bf16; called only after
 // bf16_dot_supported()). Intrinsics and plain loops only, for the same reason as rows_avx512.cpp.
 #include <immintrin.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Portable row kernel: eight interleaved partial sums, combined in a fixed tree.
 #include <cstring>
 

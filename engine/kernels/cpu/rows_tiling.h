@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file rows_tiling.h
  * @brief How the SIMD row kernels walk the output: tiles of 4 weight rows

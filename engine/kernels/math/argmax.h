@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file argmax.h
  * @brief The comparison behind greedy sampling, shared by the CPU sampler's

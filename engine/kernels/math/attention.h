@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file attention.h
  * @brief Per-score and per-row attention math shared by the CPU and CUDA

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file rmsnorm.h
  * @brief RMSNorm and SwiGLU math shared by the CPU and CUDA kernels.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file rope.h
  * @brief Rotary position embedding math shared by the CPU and CUDA kernels.

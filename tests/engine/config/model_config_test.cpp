@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // config.json parsing (both transformers 4.x and 5.x spellings), presets, and
 // one clear error per kind of bad config.
 #include <fstream>

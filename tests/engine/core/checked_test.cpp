@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Checked integer conversion and the safe JSON reader (core/checked.h,
 // core/json.h): each case is one way a number or a nesting from outside used
 // to be narrowed, wrapped or recursed on without a word.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hand-computable bit patterns for the f16/bf16 -> f32 conversions the loader relies on.
 #include <cmath>
 #include <limits>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one seeded generator (core/random.h): the published reference stream, the
 // stateless form the synthetic weights use agreeing with the stream, and the
 // normal draws' moments.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Percentiles as numpy computes them (linear interpolation between closest ranks).
 #include "core/error.h"
 #include "core/stats.h"

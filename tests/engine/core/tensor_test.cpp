@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Row views and stacking, used to fuse q/k/v and gate/up without holding weights twice.
 #include "core/error.h"
 #include "core/tensor.h"

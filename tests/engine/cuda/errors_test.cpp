@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Built with the CUDA backend. On a machine with no GPU every CUDA call
 // fails, which exercises the error path: each failure must name the call,
 // CUDA's error name and text, and the file:line, as one servelab::Error.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Disaggregated serving end to end: a router, a prefill worker and a decode worker as
 // separate `servelab` processes on loopback, against the colocated engine.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Simulated fleets (engine/disagg/simulated_fleet.h): colocated and xPyD instances on
 // lab 06's simulated clock, the KV transfer timed by a link. Times are simulated, so
 // exact: each is checked against the cost model's own predictions.

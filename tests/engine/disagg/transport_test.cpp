@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The KV data plane (engine/disagg/): descriptor plans and UCX transfers between
 // two processes, over TCP and over shared memory, in all three modes.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Attention at the shapes of the models people serve, which the small
 // hand-made cases miss: head_dim 128 (qwen2.5-1.5b's is 128, llama-3-8b's
 // too), 32 query heads over 8 KV heads (GQA 4:1, llama-3-8b) and a decode

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Naive causal GQA attention: hand-computable cases (one-hot keys with a
 // large query select one value) and a differential check against a double loop.
 #include "core/thread_pool.h"

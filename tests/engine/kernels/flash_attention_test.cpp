@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lab 05's progression, each version against v0 (attention_naive, the plain
 // loops): hand-computable cases first, then every version on seeded random
 // data over ragged shapes, then the invariants: split-K in any number of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The oneDNN path against the double-precision loop: odd shapes, weights as
 // stored ([N, K], read transposed), f32 and bf16 weights, one and two
 // threads. ctest also runs the [gemm] tests under SERVELAB_ISA=avx2 and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The rows and OpenBLAS paths against a double-precision loop, and the deterministic
 // path's promise: a row's result does not depend on the batch it is in.
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The __host__ __device__ math of kernels/math/, run on the CPU: the exact
 // functions the CUDA kernels call, so these tests cover the GPU's per-element
 // and per-tile arithmetic on every machine. Hand-computable cases first, then

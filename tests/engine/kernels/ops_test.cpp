@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hand-computable cases for RMSNorm, SiLU*mul and RoPE over a batch.
 #include "core/thread_pool.h"
 #include "kernels/math/rmsnorm.h"

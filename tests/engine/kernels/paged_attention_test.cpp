@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Paged == contiguous, the invariant of lab 04: attention that reads K/V
 // through a block table of shuffled physical blocks gives what it gives on
 // one contiguous block. Bit for bit in deterministic mode (the same sums in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // BlockPool, by hand: a pool of 4 blocks driven by narrated scripts. Each
 // comment says what the pool holds after the line above it, so a learner can
 // follow the free-block queue and the reference counts on paper.

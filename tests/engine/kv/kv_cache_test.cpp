@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // KV storage: the allocation is exactly the formula's bytes, blocks and
 // layers do not overlap, a KVView maps logical tokens through a block table,
 // and blocks move between caches as bytes unchanged.

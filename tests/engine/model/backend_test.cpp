@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Choosing a backend: the CPU model makes host KV caches, and asking for
 // CUDA where there is no device is one clear error. (tests/gpu runs the CUDA
 // backend itself where a GPU exists.)

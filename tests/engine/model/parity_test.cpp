@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // End-to-end golden tests: the engine loads each Hugging Face fixture through
 // the same loader a real checkpoint uses and must reproduce transformers'
 // logits and greedy tokens (fixtures: tools/make_fixtures.py).

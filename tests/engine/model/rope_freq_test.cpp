@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RoPE inverse frequencies, plain and with Llama 3 scaling, against values
 // transformers computed for the llama-tiny fixture (tools/make_fixtures.py prints them).
 #include "kernels/math/rope.h"

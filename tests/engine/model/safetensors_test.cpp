@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The safetensors reader on files written here byte by byte, so every field
 // of the format can be broken on purpose.
 #include <cmath>

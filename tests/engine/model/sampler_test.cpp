@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Greedy is argmax; top-k / top-p / temperature follow their definitions;
 // a seed reproduces a stream.
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Synthetic weights are reproducible; a real checkpoint that does not fit its
 // config.json is refused with the tensor named.
 #include <fstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Chunked prefill (lab 06): a prompt split over steps within the token
 // budget, decodes first; the chunks meet again in the KV cache exactly as a
 // one-shot prefill, so the tokens do not change.

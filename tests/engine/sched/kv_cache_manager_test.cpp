@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // KVCacheManager, by hand: allocate_slots tops a request's block table up
 // only when its tokens cross a block edge, allocates nothing when the pool is
 // short (the scheduler then preempts), and free() gives every block back.

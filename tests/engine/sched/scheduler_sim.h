@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file scheduler_sim.h
  * @brief Drives a Scheduler by hand with no model: requests named A, B, C...,

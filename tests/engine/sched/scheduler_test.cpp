@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The scheduler, driven by hand with no model: requests are made here,
 // schedule() says who runs with how many tokens, and update_from_output()
 // receives made-up sampled tokens. Each step's plan is written "A:3 B:1"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Faults under load, at the engine's API: a seeded storm of good and bad
 // requests, random aborts and a KV cache too small for the load. Every bad
 // request is refused without touching the engine, every accepted one ends

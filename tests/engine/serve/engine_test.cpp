@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The serving engine with a real (tiny, synthetic) model. The invariants of
 // lab 04: a request yields the same tokens alone, in a static batch,
 // continuously batched with others arriving later, and preempted then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // generate(): invariants between equivalent paths (cache on/off, batched vs
 // alone), streaming, stop tokens, and refusal of bad requests before any work.
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Remote KV in the one engine (disaggregated serving without processes): a
 // prefill engine holds a finished prompt's blocks, the KV is copied into the
 // blocks a decode engine took for a request waiting for it, and the decode

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The replay driver (engine/serve/replay.h): requests join at their arrival
 // times, the engine idles between them (skipping ahead on a simulated clock,
 // sleeping on the wall clock), a cap on requests in flight holds, a step that

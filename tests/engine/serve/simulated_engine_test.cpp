@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The engine on a simulated clock: the same scheduler, no model. Its clock
 // moves by exactly the cost model's prediction for each step, and it makes
 // exactly the scheduling decisions the real engine makes for the same lengths.

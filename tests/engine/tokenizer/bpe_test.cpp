@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The BPE merge loop on hand-built vocabularies, small enough to follow by hand.
 #include "core/error.h"
 #include "test_util.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GPT-2's byte-level alphabet: a bijection between bytes and 256 printable characters.
 #include <set>
 

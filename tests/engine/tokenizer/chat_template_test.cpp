@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Chat templates: servelab's rendering of ChatML and Llama 3 against
 // transformers' apply_chat_template on the same Jinja template.
 #include "core/error.h"

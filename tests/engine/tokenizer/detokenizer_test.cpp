@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Streaming detokenization: Korean and emoji cut across tokens never come out
 // half-written, and the stream adds up to what decode() gives.
 #include "core/error.h"

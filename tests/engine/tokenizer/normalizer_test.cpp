@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // NFC by hand-checked cases, including the ones that cross the stable
 // code points the normalizer uses to skip text that is already NFC.
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Split regexes compiled with PCRE2: the words Qwen2's and Llama 3's
 // patterns make (expected values printed by tokenizers' Split pre-tokenizer).
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // End to end on a model folder with config.json, safetensors and
 // tokenizer.json: chat text in, transformers' ids and reply text out.
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /**
  * @file tokenizer_fixtures.h
  * @brief Paths and loaders for the tokenizer fixtures written by

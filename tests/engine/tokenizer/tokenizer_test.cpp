@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tokenizer against Hugging Face tokenizers: the same ids for every string
 // of the reference corpus (Korean, emoji, NFD text, odd whitespace, special
 // tokens in text, random Unicode), the same decoded text, and clear errors

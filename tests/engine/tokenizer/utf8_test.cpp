@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // UTF-8 rules: U+FFFD substitution of maximal subparts (what tokenizers'
 // decode does), validation errors that say where the bad byte is.
 #include "core/error.h"

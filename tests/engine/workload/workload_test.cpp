@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The workload generator: seeded and portable draws, each distribution's
 // sample statistics against its closed form, arrivals, the JSONL file and
 // every way it can be wrong, the context clamp and the summary.
