@@ -48,6 +48,11 @@ def main(results_file, chapter_file):
                          f"commit {m['git_commit']}.")
     blocks["settings"] = "```\n" + "\n".join(f"{k:<11} {v}" for k, v in results["settings"].items()) + "\n```"
     blocks["verdict"] = "**Verdict:** " + results["verdict"]
+    claims = results.get("claims", [])
+    if claims:
+        blocks["verdict"] += "\n\n" + "\n".join(
+            f"- **{'held' if c['held'] else 'did not hold'}:** {c['statement']}: {c['evidence']}"
+            + ("" if c["held"] else f"; because {c['cause']}") for c in claims)
 
     def replace(match):
         name = match.group(1)

@@ -205,6 +205,16 @@ void Report::verdict(const std::string& text) {
   std::cout << "**Verdict:** " << text << "\n";
 }
 
+void Report::claim(Claim c) {
+  check(!c.id.empty() && !c.statement.empty(), "lab ", lab_, ": a claim needs an id and a statement");
+  for (const auto& other : claims_) check(other.id != c.id, "lab ", lab_, ": claim ", c.id, " recorded twice");
+  check(c.held || !c.cause.empty(), "lab ", lab_, ": claim ", c.id, " did not hold and says no cause");
+  std::cout << "- " << (c.held ? "[held] " : "[did not hold] ") << c.statement << ": " << c.evidence;
+  if (!c.held) std::cout << "; because " << c.cause;
+  std::cout << "\n";
+  claims_.push_back(std::move(c));
+}
+
 nlohmann::ordered_json Report::machine_metadata() {
   // Read once per run: it shells out to git, and a lab asks for it several times.
   static const nlohmann::ordered_json metadata = [] {
@@ -250,6 +260,14 @@ std::filesystem::path Report::save() const {
                           {"reference_roof", p.reference_roof}});
   for (const auto& [key, value] : records_.items()) j[key] = value;
   j["verdict"] = verdict_;
+  j["claims"] = nlohmann::ordered_json::array();
+  for (const auto& c : claims_)
+    j["claims"].push_back({{"id", c.id},
+                           {"source", c.source},
+                           {"statement", c.statement},
+                           {"held", c.held},
+                           {"evidence", c.evidence},
+                           {"cause", c.cause}});
   const auto path = dir_ / (lab_ + ".json");
   std::ofstream out(path);
   check(out.good(), path.string(), ": cannot write results");

@@ -92,6 +92,26 @@ struct PlotSpec {
   std::string reference_roof{};  ///< roofline only: the "hardware" row of @ref roofs the reference steps sit on
 };
 
+/**
+ * One claim a chapter makes, checked on this run's own numbers.
+ *
+ * A verdict is a list of these: the lab decides @ref held from what it measured or computed on the
+ * machine it runs on, never from the chapter's machine, and a claim that did not hold says why.
+ * `tools/claims.py` gathers them from every lab's JSON into `docs/claims.md`.
+ */
+struct Claim {
+  /// Stable key, "<lab>.<name>", e.g. "05.flash_fewer_bytes": a row of docs/claims.md across runs.
+  std::string id{};
+  /// Where the claim comes from: an article's title and section, a paper, or "this lab" for the lab's own.
+  std::string source{};
+  std::string statement{};  ///< the claim as the chapter words it, e.g. "flash moves fewer bytes than blocked"
+  bool held = false;        ///< whether this run's numbers bear it out
+  std::string evidence{};   ///< the numbers it was decided on, e.g. "flash 1.8 MB vs blocked 9.4 MB at L = 4096"
+  /// When it did not hold, why: a measured or computed cause (e.g. "the 64 x L slab fits in this CPU's 2 MiB L2
+  /// up to L = 8192"). Empty when it held.
+  std::string cause{};
+};
+
 /// Collects one lab run's settings, tables and plots, prints them, and saves them.
 class Report {
  public:
@@ -114,6 +134,13 @@ class Report {
   void record(const std::string& key, nlohmann::ordered_json value);
   /// Records and prints the one-line verdict.
   void verdict(const std::string& text);
+  /**
+   * Records and prints one checked claim ("held" or "did not hold", the evidence, the cause).
+   * @throws Error when @p claim has no id or statement, repeats an id, or did not hold and gives no cause.
+   */
+  void claim(Claim claim);
+  /// The claims recorded so far, in order.
+  const std::vector<Claim>& claims() const { return claims_; }
   /// Writes \<lab\>.json and one CSV per table; returns the JSON path.
   std::filesystem::path save() const;
 
@@ -128,6 +155,7 @@ class Report {
   std::vector<PlotSpec> plots_;
   nlohmann::ordered_json records_ = nlohmann::ordered_json::object();  // record()'s arrays, by key
   std::string verdict_;
+  std::vector<Claim> claims_;
 };
 
 }  // namespace servelab::lab
