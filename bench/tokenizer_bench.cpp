@@ -114,20 +114,16 @@ int main(int argc, char** argv) {
   if (const char* extra = std::getenv("SERVELAB_BENCH_TOKENIZER")) files.emplace_back("custom", extra);
   static std::vector<Tokenizer> tokenizers;  // benchmarks hold pointers: reserve so none moves
   tokenizers.reserve(files.size());
+  // Wall-clock milliseconds: a tokenizer's work is one thread's, and its users wait for it in real time.
+  const auto add = [](const std::string& bench, auto fn, auto arg) {
+    benchmark::RegisterBenchmark(bench.c_str(), fn, arg)->Unit(benchmark::kMillisecond)->UseRealTime();
+  };
   for (const auto& [name, path] : files) {
     const Tokenizer* tok = &tokenizers.emplace_back(Tokenizer::from_file(path));
-    benchmark::RegisterBenchmark(("BM_Encode/" + name).c_str(), BM_Encode, tok)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
-    benchmark::RegisterBenchmark(("BM_EncodeLines/" + name).c_str(), BM_EncodeLines, tok)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
-    benchmark::RegisterBenchmark(("BM_Decode/" + name).c_str(), BM_Decode, tok)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
-    benchmark::RegisterBenchmark(("BM_Load/" + name).c_str(), BM_Load, path)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
+    add("BM_Encode/" + name, BM_Encode, tok);
+    add("BM_EncodeLines/" + name, BM_EncodeLines, tok);
+    add("BM_Decode/" + name, BM_Decode, tok);
+    add("BM_Load/" + name, BM_Load, path);
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -79,46 +79,22 @@ def setup_torch():
     torch.set_num_threads(1)  # fixed reduction order -> byte-identical reruns
 
 
+# What both tiny fixture models share: a byte-sized vocabulary, two layers, GQA 2 KV heads, no special
+# tokens (the tests pass ids directly), f32 weights.
+TINY_COMMON = dict(vocab_size=256, num_hidden_layers=2, num_key_value_heads=2, max_position_embeddings=128,
+                   bos_token_id=None, eos_token_id=None, pad_token_id=None, dtype="float32")
+
+
 def qwen2_config():
-    return Qwen2Config(
-        vocab_size=256,
-        hidden_size=64,
-        intermediate_size=160,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=True,
-        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
-        use_sliding_window=False,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
-        dtype="float32",
-    )
+    return Qwen2Config(**TINY_COMMON, hidden_size=64, intermediate_size=160, num_attention_heads=4,
+                       rms_norm_eps=1e-6, tie_word_embeddings=True,
+                       rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, use_sliding_window=False)
 
 
 def llama_config():
-    return LlamaConfig(
-        vocab_size=256,
-        hidden_size=96,
-        intermediate_size=192,
-        num_hidden_layers=2,
-        num_attention_heads=8,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=128,
-        rms_norm_eps=1e-5,
-        tie_word_embeddings=False,
-        attention_bias=False,
-        mlp_bias=False,
-        rope_parameters=dict(LLAMA3_ROPE),
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
-        dtype="float32",
-    )
+    return LlamaConfig(**TINY_COMMON, hidden_size=96, intermediate_size=192, num_attention_heads=8, head_dim=16,
+                       rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
+                       rope_parameters=dict(LLAMA3_ROPE))
 
 
 def build_model(cls, config, gen):

@@ -194,23 +194,22 @@ namespace {
 
 ModelConfig make(const std::string& name, Arch arch, int hidden, int layers, int heads, int kv_heads, int intermediate,
                  int vocab, int max_pos, double theta, double eps, bool tied) {
-  ModelConfig c;
-  c.name = name;
-  c.arch = arch;
-  c.hidden_size = hidden;
-  c.num_hidden_layers = layers;
-  c.num_attention_heads = heads;
-  c.num_key_value_heads = kv_heads;
-  c.head_dim = hidden / heads;
-  c.intermediate_size = intermediate;
-  c.vocab_size = vocab;
-  c.max_position_embeddings = max_pos;
-  c.rope_theta = theta;
-  c.rms_norm_eps = eps;
-  c.tie_word_embeddings = tied;
-  c.attention_bias = arch == Arch::Qwen2;
-  c.torch_dtype = DType::BF16;
-  return c;
+  return ModelConfig{.name = name,
+                     .arch = arch,
+                     .hidden_size = hidden,
+                     .num_hidden_layers = layers,
+                     .num_attention_heads = heads,
+                     .num_key_value_heads = kv_heads,
+                     .head_dim = hidden / heads,
+                     .intermediate_size = intermediate,
+                     .vocab_size = vocab,
+                     .max_position_embeddings = max_pos,
+                     .rope_theta = theta,
+                     .rope_scaling = {},
+                     .rms_norm_eps = eps,
+                     .tie_word_embeddings = tied,
+                     .attention_bias = arch == Arch::Qwen2,
+                     .torch_dtype = DType::BF16};
 }
 
 // Shapes copied from each model's published config.json on the Hugging Face Hub.

@@ -9,9 +9,8 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "cuda/check.h"
+#include "cuda/elementwise.cuh"
 #include "cuda/ops.h"
-#include "cuda/reduce.cuh"
 
 namespace servelab::cuda {
 
@@ -38,21 +37,15 @@ __global__ void to_f16_kernel(__half* out, const float* x, std::size_t n) {
 
 void gather_rows(float* out, const float* x, const std::int32_t* rows, int R, int n) {
   const std::size_t total = static_cast<std::size_t>(R) * n;
-  if (total == 0) return;
-  gather_rows_kernel<<<blocks_for(total, kBlockThreads), kBlockThreads>>>(out, x, rows, total, n);
-  CUDA_CHECK_LAUNCH("gather_rows_kernel");
+  launch_per_element("gather_rows_kernel", gather_rows_kernel, total, out, x, rows, total, n);
 }
 
 void narrow_to(void* out, DType dtype, const float* x, std::size_t n) {
   check(dtype == DType::BF16 || dtype == DType::F16, "cuda::narrow_to: expected bf16 or f16, got ", dtype_name(dtype));
-  if (n == 0) return;
-  if (dtype == DType::BF16) {
-    to_bf16_kernel<<<blocks_for(n, kBlockThreads), kBlockThreads>>>(static_cast<std::uint16_t*>(out), x, n);
-    CUDA_CHECK_LAUNCH("to_bf16_kernel");
-  } else {
-    to_f16_kernel<<<blocks_for(n, kBlockThreads), kBlockThreads>>>(static_cast<__half*>(out), x, n);
-    CUDA_CHECK_LAUNCH("to_f16_kernel");
-  }
+  if (dtype == DType::BF16)
+    launch_per_element("to_bf16_kernel", to_bf16_kernel, n, static_cast<std::uint16_t*>(out), x, n);
+  else
+    launch_per_element("to_f16_kernel", to_f16_kernel, n, static_cast<__half*>(out), x, n);
 }
 
 }  // namespace servelab::cuda

@@ -14,14 +14,7 @@ CudaKVCache::CudaKVCache(const ModelConfig& config, int num_blocks, int block_si
   const int byte = cuda::poison_requested() ? 0xFF : 0;  // 0xFFFFFFFF is a NaN
   cuda::fill_bytes(k_.data, byte, k_.nbytes());
   cuda::fill_bytes(v_.data, byte, v_.nbytes());
-}
-
-float* CudaKVCache::key_blocks(int layer) {
-  return k_.as<float>() + static_cast<std::size_t>(layer) * num_blocks() * block_size() * kv_dim();
-}
-
-float* CudaKVCache::value_blocks(int layer) {
-  return v_.as<float>() + static_cast<std::size_t>(layer) * num_blocks() * block_size() * kv_dim();
+  set_storage(k_.as<float>(), v_.as<float>());
 }
 
 void CudaKVCache::copy_out(std::byte* dst, const float* src, std::size_t bytes) { cuda::copy_to_host(dst, src, bytes); }

@@ -31,11 +31,8 @@ class CudaKVCache final : public KVCache {
    * @throws Error when a size is not positive or the device is out of memory.
    */
   CudaKVCache(const ModelConfig& config, int num_blocks, int block_size);
+  /// key_blocks() and value_blocks() are device pointers: never dereference them on the host.
   bool on_device() const override { return true; }
-  /// @return a device pointer; never dereference it on the host.
-  float* key_blocks(int layer) override;
-  /// @return a device pointer; never dereference it on the host.
-  float* value_blocks(int layer) override;
 
  protected:
   void copy_out(std::byte* dst, const float* src, std::size_t bytes) override;

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Element-wise adds: the residual connection (x += y) and the q/k/v bias
 // (a row vector added to every row). One thread per element.
-#include "cuda/check.h"
+#include "cuda/elementwise.cuh"
 #include "cuda/ops.h"
-#include "cuda/reduce.cuh"
 
 namespace servelab::cuda {
 
@@ -22,16 +21,12 @@ __global__ void add_bias_kernel(float* out, const float* bias, std::size_t n, in
 }  // namespace
 
 void add_inplace(float* x, const float* y, std::size_t n) {
-  if (n == 0) return;
-  add_inplace_kernel<<<blocks_for(n, kBlockThreads), kBlockThreads>>>(x, y, n);
-  CUDA_CHECK_LAUNCH("add_inplace_kernel");
+  launch_per_element("add_inplace_kernel", add_inplace_kernel, n, x, y, n);
 }
 
 void add_bias(float* out, const float* bias, int M, int N) {
   const std::size_t n = static_cast<std::size_t>(M) * N;
-  if (n == 0) return;
-  add_bias_kernel<<<blocks_for(n, kBlockThreads), kBlockThreads>>>(out, bias, n, N);
-  CUDA_CHECK_LAUNCH("add_bias_kernel");
+  launch_per_element("add_bias_kernel", add_bias_kernel, n, out, bias, n, N);
 }
 
 }  // namespace servelab::cuda

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 // SwiGLU gating: one thread per output element calls the shared swiglu().
 // Reads T · 2F floats, writes T · F.
-#include "cuda/check.h"
+#include "cuda/elementwise.cuh"
 #include "cuda/ops.h"
-#include "cuda/reduce.cuh"
 #include "kernels/math/rmsnorm.h"
 
 namespace servelab::cuda {
@@ -22,9 +21,7 @@ __global__ void silu_mul_kernel(float* out, const float* gate_up, std::size_t n,
 
 void silu_mul(float* out, const float* gate_up, int T, int F) {
   const std::size_t n = static_cast<std::size_t>(T) * F;
-  if (n == 0) return;
-  silu_mul_kernel<<<blocks_for(n, kBlockThreads), kBlockThreads>>>(out, gate_up, n, F);
-  CUDA_CHECK_LAUNCH("silu_mul_kernel");
+  launch_per_element("silu_mul_kernel", silu_mul_kernel, n, out, gate_up, n, F);
 }
 
 }  // namespace servelab::cuda

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/hex.h"
 #include "core/timer.h"
@@ -58,19 +59,13 @@ bool shared_memory_only(const char* tls) {
 
 }  // namespace
 
-const char* to_string(TransferMode mode) {
-  switch (mode) {
-    case TransferMode::WRITE: return "write";
-    case TransferMode::READ: return "read";
-    case TransferMode::SEND: return "send";
-  }
-  return "?";
-}
+constexpr EnumNames<TransferMode, 3> kTransferModes{
+    {{{TransferMode::WRITE, "write"}, {TransferMode::READ, "read"}, {TransferMode::SEND, "send"}}}};
+
+const char* to_string(TransferMode mode) { return kTransferModes.name(mode); }
 
 TransferMode parse_transfer_mode(const std::string& text, const std::string& what) {
-  for (TransferMode m : {TransferMode::WRITE, TransferMode::READ, TransferMode::SEND})
-    if (text == to_string(m)) return m;
-  fail(what, " must be write, read or send, got '", text, "'");
+  return kTransferModes.parse(text, what);
 }
 
 struct UcxTransport::State {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/timer.h"
@@ -211,20 +212,12 @@ class Worker {
 }  // namespace
 
 // The wire's and the flag's names, in one table that both directions read.
-constexpr std::pair<WorkerRole, const char*> kRoleNames[] = {
-    {WorkerRole::PREFILL, "prefill"}, {WorkerRole::DECODE, "decode"}, {WorkerRole::BOTH, "both"}};
+constexpr EnumNames<WorkerRole, 3> kRoleNames{
+    {{{WorkerRole::PREFILL, "prefill"}, {WorkerRole::DECODE, "decode"}, {WorkerRole::BOTH, "both"}}}};
 
-const char* to_string(WorkerRole role) {
-  for (const auto& [r, name] : kRoleNames)
-    if (r == role) return name;
-  return "?";
-}
+const char* to_string(WorkerRole role) { return kRoleNames.name(role); }
 
-WorkerRole parse_worker_role(const std::string& text, const std::string& what) {
-  for (const auto& [r, name] : kRoleNames)
-    if (text == name) return r;
-  fail(what, " must be prefill, decode or both, got '", text, "'");
-}
+WorkerRole parse_worker_role(const std::string& text, const std::string& what) { return kRoleNames.parse(text, what); }
 
 const Peer& WorkerContext::peer(int worker_id) const {
   const auto it = peers.find(worker_id);

@@ -3,23 +3,18 @@
 
 #include <algorithm>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace servelab {
 
-const char* to_string(AttentionKind kind) {
-  switch (kind) {
-    case AttentionKind::NAIVE: return "naive";
-    case AttentionKind::BLOCKED: return "blocked";
-    case AttentionKind::FLASH: return "flash";
-  }
-  return "?";
-}
+constexpr EnumNames<AttentionKind, 3> kAttentionKinds{
+    {{{AttentionKind::NAIVE, "naive"}, {AttentionKind::BLOCKED, "blocked"}, {AttentionKind::FLASH, "flash"}}}};
+
+const char* to_string(AttentionKind kind) { return kAttentionKinds.name(kind); }
 
 AttentionKind parse_attention_kind(const std::string& text, const std::string& flag) {
-  for (AttentionKind k : {AttentionKind::NAIVE, AttentionKind::BLOCKED, AttentionKind::FLASH})
-    if (text == to_string(k)) return k;
-  fail(flag, " must be naive, blocked or flash, got '", text, "'");
+  return kAttentionKinds.parse(text, flag);
 }
 
 void attention(const KernelContext& ctx, AttentionKind kind, float* out, const float* q,

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/rows.h"
@@ -117,14 +118,10 @@ int rows_kernel_max_m(const KernelContext& ctx, DType weight_dtype) {
 
 std::string openblas_core_name() { return openblas_get_corename(); }
 
-const char* gemm_path_name(GemmPath path) {
-  switch (path) {
-    case GemmPath::Rows: return "rows";
-    case GemmPath::OneDnn: return "onednn";
-    case GemmPath::OpenBlas: return "openblas";
-  }
-  return "?";
-}
+constexpr EnumNames<GemmPath, 3> kGemmPaths{
+    {{{GemmPath::Rows, "rows"}, {GemmPath::OneDnn, "onednn"}, {GemmPath::OpenBlas, "openblas"}}}};
+
+const char* gemm_path_name(GemmPath path) { return kGemmPaths.name(path); }
 
 GemmPath matmul_path(const KernelContext& ctx, DType weight_dtype, int M) {
   if (ctx.deterministic || M <= rows_kernel_max_m(ctx, weight_dtype)) return GemmPath::Rows;

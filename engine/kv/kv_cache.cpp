@@ -87,14 +87,7 @@ HostKVCache::HostKVCache(const ModelConfig& config, int num_blocks, int block_si
   const std::size_t floats = bytes_allocated() / 2 / sizeof(float);
   k_.assign(floats, 0.0f);
   v_.assign(floats, 0.0f);
-}
-
-float* HostKVCache::key_blocks(int layer) {
-  return k_.data() + static_cast<std::size_t>(layer) * num_blocks() * block_size() * kv_dim();
-}
-
-float* HostKVCache::value_blocks(int layer) {
-  return v_.data() + static_cast<std::size_t>(layer) * num_blocks() * block_size() * kv_dim();
+  set_storage(k_.data(), v_.data());
 }
 
 void HostKVCache::copy_out(std::byte* dst, const float* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }

@@ -59,9 +59,9 @@ class KVCache {
   /// True when the storage is GPU memory (only kernels may dereference its addresses).
   virtual bool on_device() const = 0;
   /// Layer @p layer's K blocks, [num_blocks, block_size, kv_dim] (a device address when on_device()).
-  virtual float* key_blocks(int layer) = 0;
+  float* key_blocks(int layer) { return k_base_ + layer_offset(layer); }
   /// Layer @p layer's V blocks, [num_blocks, block_size, kv_dim].
-  virtual float* value_blocks(int layer) = 0;
+  float* value_blocks(int layer) { return v_base_ + layer_offset(layer); }
 
   /**
    * @brief How attention finds a sequence's tokens at @p layer.
@@ -96,11 +96,25 @@ class KVCache {
   virtual void copy_in(float* dst, const std::byte* src, std::size_t bytes) = 0;
   /// Checks a block id; @p what names the caller in the message.
   void check_block(std::int32_t block, const char* what) const;
+  /// A subclass hands over its storage, [num_layers][num_blocks][block_size][kv_dim] floats each for K and V,
+  /// owned by the subclass and alive as long as it is.
+  void set_storage(float* k, float* v) {
+    k_base_ = k;
+    v_base_ = v;
+  }
 
  private:
+  /// Floats from the start of the storage to layer @p layer's first block.
+  std::size_t layer_offset(int layer) const {
+    return static_cast<std::size_t>(layer) * static_cast<std::size_t>(num_blocks_) *
+           static_cast<std::size_t>(block_size_) * kv_dim_;
+  }
+
   int num_layers_, num_blocks_, block_size_;
   std::size_t kv_dim_;
   std::size_t bytes_per_token_;  // kv_bytes_per_token(config, f32)
+  float* k_base_ = nullptr;      // the subclass's storage (set_storage)
+  float* v_base_ = nullptr;
 };
 
 /// KV blocks in host memory, read by the CPU kernels.
@@ -112,8 +126,6 @@ class HostKVCache final : public KVCache {
    */
   HostKVCache(const ModelConfig& config, int num_blocks, int block_size);
   bool on_device() const override { return false; }
-  float* key_blocks(int layer) override;
-  float* value_blocks(int layer) override;
 
  protected:
   void copy_out(std::byte* dst, const float* src, std::size_t bytes) override;

@@ -3,23 +3,19 @@
 
 #include <algorithm>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace servelab {
 
-const char* to_string(SchedulingPolicy policy) {
-  switch (policy) {
-    case SchedulingPolicy::ONE_AT_A_TIME: return "one_at_a_time";
-    case SchedulingPolicy::STATIC: return "static";
-    case SchedulingPolicy::CONTINUOUS: return "continuous";
-  }
-  return "?";
-}
+constexpr EnumNames<SchedulingPolicy, 3> kPolicies{{{{SchedulingPolicy::ONE_AT_A_TIME, "one_at_a_time"},
+                                                     {SchedulingPolicy::STATIC, "static"},
+                                                     {SchedulingPolicy::CONTINUOUS, "continuous"}}}};
+
+const char* to_string(SchedulingPolicy policy) { return kPolicies.name(policy); }
 
 SchedulingPolicy parse_scheduling_policy(const std::string& text, const std::string& what) {
-  for (auto p : {SchedulingPolicy::ONE_AT_A_TIME, SchedulingPolicy::STATIC, SchedulingPolicy::CONTINUOUS})
-    if (text == to_string(p)) return p;
-  fail(what, ": unknown scheduling policy '", text, "' (expected one_at_a_time, static or continuous)");
+  return kPolicies.parse(text, what);
 }
 
 Scheduler::Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache_manager,

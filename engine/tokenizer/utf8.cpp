@@ -11,27 +11,25 @@ namespace servelab {
 int utf8_classify(std::string_view s, std::size_t pos) {
   const auto b0 = static_cast<std::uint8_t>(s[pos]);
   if (b0 < 0x80) return 1;
-  // Continuation bytes needed, and the range the first one must fall in: the
-  // narrowed ranges after E0, ED, F0 and F4 exclude overlong forms, surrogates
-  // and code points above U+10FFFF (Unicode table 3-7).
-  int need = 0;
-  std::uint8_t lo = 0x80, hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF)
-    need = 1;
-  else if (b0 == 0xE0)
-    need = 2, lo = 0xA0;
-  else if (b0 == 0xED)
-    need = 2, hi = 0x9F;
-  else if (b0 >= 0xE1 && b0 <= 0xEF)
-    need = 2;
-  else if (b0 == 0xF0)
-    need = 3, lo = 0x90;
-  else if (b0 == 0xF4)
-    need = 3, hi = 0x8F;
-  else if (b0 >= 0xF1 && b0 <= 0xF3)
-    need = 3;
-  else
-    return -1;  // a stray continuation byte, C0/C1 or F5..FF: never valid
+  // Unicode table 3-7, one row per run of lead bytes: how many continuation bytes follow, and the range
+  // the first of them must fall in. The narrowed ranges after E0, ED, F0 and F4 exclude overlong forms,
+  // surrogates and code points above U+10FFFF. A byte in no row (a stray continuation byte, C0/C1 or
+  // F5..FF) never starts a character.
+  struct Lead {
+    std::uint8_t first, last;
+    int need;
+    std::uint8_t lo, hi;
+  };
+  static constexpr Lead kLeads[] = {{0xC2, 0xDF, 1, 0x80, 0xBF}, {0xE0, 0xE0, 2, 0xA0, 0xBF},
+                                    {0xE1, 0xEC, 2, 0x80, 0xBF}, {0xED, 0xED, 2, 0x80, 0x9F},
+                                    {0xEE, 0xEF, 2, 0x80, 0xBF}, {0xF0, 0xF0, 3, 0x90, 0xBF},
+                                    {0xF1, 0xF3, 3, 0x80, 0xBF}, {0xF4, 0xF4, 3, 0x80, 0x8F}};
+  const Lead* lead = nullptr;
+  for (const Lead& l : kLeads)
+    if (b0 >= l.first && b0 <= l.last) lead = &l;
+  if (lead == nullptr) return -1;
+  const int need = lead->need;
+  std::uint8_t lo = lead->lo, hi = lead->hi;
   for (int i = 1; i <= need; ++i) {
     if (pos + i >= s.size()) return 0;
     const auto b = static_cast<std::uint8_t>(s[pos + i]);

@@ -19,17 +19,21 @@
 
 namespace servelab::test {
 
+/// A host [rows, cols] tensor of @p dtype holding @p values (f32, or bf16 rounded to nearest).
+inline Tensor host_matrix(const std::vector<float>& values, std::int64_t rows, std::int64_t cols, DType dtype) {
+  Tensor t = Tensor::zeros(dtype, {rows, cols});
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::F32)
+      t.as<float>()[i] = values[i];
+    else
+      t.as<std::uint16_t>()[i] = f32_to_bf16(values[i]);
+  }
+  return t;
+}
+
 /// [N, K] weight of uniform values in [-1, 1) from @p seed, stored as @p dtype (bf16 rounded to nearest).
 inline Tensor random_weight(int N, int K, unsigned seed, DType dtype = DType::F32) {
-  Tensor w = Tensor::zeros(dtype, {N, K});
-  const auto r = random_floats(static_cast<std::size_t>(N) * K, seed);
-  for (std::size_t i = 0; i < r.size(); ++i) {
-    if (dtype == DType::F32)
-      w.as<float>()[i] = r[i];
-    else
-      w.as<std::uint16_t>()[i] = f32_to_bf16(r[i]);
-  }
-  return w;
+  return host_matrix(random_floats(static_cast<std::size_t>(N) * K, seed), N, K, dtype);
 }
 
 /// Element @p i of an f32 or bf16 weight, as f32 (exact).

@@ -10,6 +10,7 @@
 #include "core/thread_pool.h"
 #include "cuda/gemm.h"
 #include "cuda/ops.h"
+#include "gemm_reference.h"
 #include "gpu_test_util.h"
 #include "kernels/attention.h"
 #include "kernels/embedding.h"
@@ -21,18 +22,6 @@ using namespace servelab;
 using namespace servelab::test;
 
 namespace {
-
-// A host tensor of @p dtype holding @p values (rounded to bf16 when asked).
-Tensor host_matrix(const std::vector<float>& values, std::int64_t rows, std::int64_t cols, DType dtype) {
-  Tensor t = Tensor::zeros(dtype, {rows, cols});
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DType::F32)
-      t.as<float>()[i] = values[i];
-    else
-      t.as<std::uint16_t>()[i] = f32_to_bf16(values[i]);
-  }
-  return t;
-}
 
 constexpr bool round_bf16_off = false, round_bf16_on = true;
 

@@ -29,51 +29,43 @@ inline float reduce(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// Same scheme as rows_avx512.cpp's tile(), 8 lanes wide.
-template <int NR, int MR, typename W>
-inline void tile(float* out, const float* x, const W* w, int N, int K, int n, int m, bool prefetch) {
-  __m256 acc[NR][MR];
-  for (int a = 0; a < NR; ++a)
-    for (int b = 0; b < MR; ++b) acc[a][b] = _mm256_setzero_ps();
-  const int K8 = K & ~7;
-  for (int k = 0; k < K8; k += 8) {
-    __m256 xv[MR];
-    for (int b = 0; b < MR; ++b) xv[b] = _mm256_loadu_ps(x + static_cast<long>(m + b) * K + k);
-    for (int a = 0; a < NR; ++a) {
-      const long row = static_cast<long>(n + a) * K;
-      if (prefetch && k % 16 == 0)  // one prefetch per 64-byte line of f32
-        _mm_prefetch(reinterpret_cast<const char*>(w + row + static_cast<long>(tiling::kPrefetchRows) * K + k),
-                     _MM_HINT_T2);
-      const __m256 wv = load_w(w, row + k);
-      for (int b = 0; b < MR; ++b) acc[a][b] = _mm256_fmadd_ps(wv, xv[b], acc[a][b]);
-    }
-  }
-  for (int a = 0; a < NR; ++a)
-    for (int b = 0; b < MR; ++b) {
-      float s = reduce(acc[a][b]);
-      const float* xm = x + static_cast<long>(m + b) * K;
-      const W* wn = w + static_cast<long>(n + a) * K;
-      for (int k = K8; k < K; ++k) s += xm[k] * widen(wn[k]);  // K % 8 tail, in order
-      out[static_cast<long>(m + b) * N + n + a] = s;
-    }
-}
-
-// The policy rows_tiling.h walks the output with.
+// The policy rows_tiling.h walks the output with: its widest input block and its tile, the same
+// scheme as rows_avx512.cpp's, 8 lanes wide.
 struct Avx2 {
   static constexpr int kMaxInputs = 2;
   template <int NR, int MR, typename W>
   static void tile(float* out, const float* x, const W* w, int N, int K, int n, int m, bool prefetch) {
-    servelab::cpu::tile<NR, MR>(out, x, w, N, K, n, m, prefetch);
+    __m256 acc[NR][MR];
+    for (int a = 0; a < NR; ++a)
+      for (int b = 0; b < MR; ++b) acc[a][b] = _mm256_setzero_ps();
+    const int K8 = K & ~7;
+    for (int k = 0; k < K8; k += 8) {
+      __m256 xv[MR];
+      for (int b = 0; b < MR; ++b) xv[b] = _mm256_loadu_ps(x + static_cast<long>(m + b) * K + k);
+      for (int a = 0; a < NR; ++a) {
+        const long row = static_cast<long>(n + a) * K;
+        if (prefetch && k % 16 == 0)  // one prefetch per 64-byte line of f32
+          _mm_prefetch(reinterpret_cast<const char*>(w + row + static_cast<long>(tiling::kPrefetchRows) * K + k),
+                       _MM_HINT_T2);
+        const __m256 wv = load_w(w, row + k);
+        for (int b = 0; b < MR; ++b) acc[a][b] = _mm256_fmadd_ps(wv, xv[b], acc[a][b]);
+      }
+    }
+    for (int a = 0; a < NR; ++a)
+      for (int b = 0; b < MR; ++b) {
+        float s = reduce(acc[a][b]);
+        const float* xm = x + static_cast<long>(m + b) * K;
+        const W* wn = w + static_cast<long>(n + a) * K;
+        for (int k = K8; k < K; ++k) s += xm[k] * widen(wn[k]);  // K % 8 tail, in order
+        out[static_cast<long>(m + b) * N + n + a] = s;
+      }
   }
 };
 
 }  // namespace
 
 void rows_avx2(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1) {
-  if (w_bf16)
-    tiling::rows<Avx2>(out, x, static_cast<const std::uint16_t*>(w), M, N, K, n0, n1);
-  else
-    tiling::rows<Avx2>(out, x, static_cast<const float*>(w), M, N, K, n0, n1);
+  tiling::rows_f32_or_bf16<Avx2>(out, x, w, w_bf16, M, N, K, n0, n1);
 }
 
 }  // namespace servelab::cpu

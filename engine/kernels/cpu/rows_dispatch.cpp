@@ -2,19 +2,15 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "kernels/cpu/rows.h"
 
 namespace servelab::cpu {
 
-const char* isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::Avx512: return "avx512";
-    case Isa::Avx2: return "avx2";
-    case Isa::Generic: return "generic";
-  }
-  return "?";
-}
+constexpr EnumNames<Isa, 3> kIsaNames{{{{Isa::Avx512, "avx512"}, {Isa::Avx2, "avx2"}, {Isa::Generic, "generic"}}}};
+
+const char* isa_name(Isa isa) { return kIsaNames.name(isa); }
 
 bool isa_supported(Isa isa) {
 #if defined(SERVELAB_X86_KERNELS)
@@ -51,12 +47,9 @@ RowsKernel rows_kernel(Isa isa) {
 Isa active_isa() {
   static const Isa chosen = [] {
     if (const char* env = std::getenv("SERVELAB_ISA")) {
-      for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Generic})
-        if (std::string(env) == isa_name(isa)) {
-          check(isa_supported(isa), "SERVELAB_ISA=", env, ": this CPU does not support it");
-          return isa;
-        }
-      fail("SERVELAB_ISA=", env, ": unknown (expected avx512, avx2 or generic)");
+      const Isa isa = kIsaNames.parse(env, "SERVELAB_ISA");
+      check(isa_supported(isa), "SERVELAB_ISA=", env, ": this CPU does not support it");
+      return isa;
     }
     for (Isa isa : {Isa::Avx512, Isa::Avx2})
       if (isa_supported(isa)) return isa;

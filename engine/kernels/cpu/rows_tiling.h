@@ -16,6 +16,8 @@
  */
 #pragma once
 
+#include <cstdint>
+
 namespace servelab::cpu::tiling {
 
 /**
@@ -48,6 +50,16 @@ inline void rows(float* out, const X* x, const W* w, int M, int N, int K, int n0
   int n = n0;
   for (; n + 4 <= n1; n += 4) column_block<Isa, 4>(out, x, w, M, N, K, n, n + 4 + kPrefetchRows <= N);
   for (; n < n1; ++n) column_block<Isa, 1>(out, x, w, M, N, K, n, false);
+}
+
+/// rows() over f32 inputs and weights that are f32, or bf16 (uint16) when @p w_bf16.
+template <typename Isa>
+inline void rows_f32_or_bf16(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0,
+                             int n1) {
+  if (w_bf16)
+    rows<Isa>(out, x, static_cast<const std::uint16_t*>(w), M, N, K, n0, n1);
+  else
+    rows<Isa>(out, x, static_cast<const float*>(w), M, N, K, n0, n1);
 }
 
 }  // namespace servelab::cpu::tiling

@@ -157,13 +157,19 @@ void check_against_colocated(const std::vector<ClientRequest>& rs, const std::ve
   }
 }
 
+/// Serves requests() through @p cluster and checks every one against the colocated engine; returns the results.
+std::vector<ClientResult> serve_checked(const Cluster& cluster) {
+  const std::vector<ClientRequest> rs = requests();
+  std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
+  check_against_colocated(rs, results);
+  return results;
+}
+
 TEST_CASE("disaggregated greedy tokens equal the colocated engine's, over TCP and shared memory", "[disagg]") {
   const std::string tls = GENERATE("tcp", "sm");
   INFO("UCX_TLS=" << tls);
   Cluster cluster({.tls = tls});
-  const std::vector<ClientRequest> rs = requests();
-  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
-  check_against_colocated(rs, results);
+  const std::vector<ClientResult> results = serve_checked(cluster);
   // Every block is free on both sides afterwards: a worker holding any at shutdown exits with 2.
   const auto [prefill, decode] = cluster.stop();
   CHECK(prefill == std::optional<int>(0));
@@ -175,9 +181,7 @@ TEST_CASE("2P2D: each role takes turns, every request is served right, and every
   wait_for_workers(cluster.endpoint, 2, 2, kStartTimeout);
   CHECK_THROWS_WITH(wait_for_workers(cluster.endpoint, 3, 2, 0.3),
                     Catch::Contains("2 prefill and 2 decode workers registered within 0.3 s"));
-  const std::vector<ClientRequest> rs = requests();
-  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
-  check_against_colocated(rs, results);
+  const std::vector<ClientResult> results = serve_checked(cluster);
   std::set<int> prefill_ids, decode_ids;
   for (const ClientResult& r : results) {
     prefill_ids.insert(r.accounting.at("prefill_worker").get<int>());
@@ -239,9 +243,7 @@ TEST_CASE("read and send modes move the same KV as write", "[disagg]") {
   const std::string mode = GENERATE("read", "send");
   INFO("--kv-transfer " << mode);
   Cluster cluster({.mode = mode});
-  const std::vector<ClientRequest> rs = requests();
-  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
-  check_against_colocated(rs, results);
+  const std::vector<ClientResult> results = serve_checked(cluster);
   for (const ClientResult& r : results) CHECK(r.accounting.at("mode") == mode);
   const auto [prefill, decode] = cluster.stop();
   CHECK(prefill == std::optional<int>(0));
