@@ -133,6 +133,7 @@ double step_c_starts(SchedulingPolicy policy, int a_tokens, int b_tokens) {
         return false;
       });
 }
+
 /// Index (1-based) of the first of @p request_tokens refused by a pool of @p num_blocks blocks, FCFS; 0 = none.
 double first_refused(const std::vector<int>& request_tokens, int num_blocks, int block_size) {
   KVCacheManager kv(num_blocks, block_size);

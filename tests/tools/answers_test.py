@@ -98,6 +98,10 @@ for text, line, words in [("02.kv_gb 2.7\n", 1, "expected 'id = number'"),
            f"answers.txt:{line}:" in r.stderr and words in r.stderr and r.stderr.count("\n") == 1, r.stderr)
 r, _ = run("", key='{"questions": [{"id": 1}]}')
 expect("a malformed key exits 2 naming --key", r.returncode == 2 and "--key" in r.stderr, r.stderr)
+r = subprocess.run([sys.executable, str(grade), "--answers", "/dev/null", "--key", "/nonexistent/key.json"],
+                   capture_output=True, text=True, timeout=60)
+expect("a key that cannot be read exits 2 naming --key", r.returncode == 2 and "--key /nonexistent/key.json"
+       in r.stderr, r.stderr)
 
 # grade.sh --answers in a copy of the tracked tree, with no build folder and nothing on PATH but python3 and
 # dirname: it reads the saved key and builds nothing (setup.sh would need cmake and a compiler).
