@@ -3,7 +3,10 @@
 
 The key comes from the engine: `answer_key` (labs/answer_key.cpp) prints
 every checkable question with the answer its engine function computes, as
-{"questions": [{"id", "lab", "text", "answer", "rel_tolerance"}]}.
+{"questions": [{"id", "lab", "text", "answer", "rel_tolerance"}]}, and that
+output is saved in the tree as tests/labs/answers_key.json (the tools tests
+check that it equals what the engine computes now), so checking answers
+needs no build.
 
 The answer file has one answer a line, `id = number`; blank lines and lines
 starting with `#` are skipped:
@@ -15,39 +18,35 @@ starting with `#` are skipped:
 A number is written as Python reads a float (1234, 2.68, 2.7e9; no
 thousands separators), in the unit the question asks for. An answer is right
 when |given - answer| <= rel_tolerance * |answer| (counts have tolerance 0:
-exactly). A question with no line is "missing". A malformed line, an
-unknown or repeated id, or a value that is not a finite number is an error
-naming the file and line.
+exactly). A question with no line, or with nothing after its `=`, is
+"missing". A malformed line, an unknown or repeated id, or a value that is
+not a finite number is an error naming the file and line. The expected
+number of a wrong or missing answer is not shown unless asked for, so an
+empty answer file does not reveal the key.
 """
 import json
 import math
 import pathlib
 import re
-import subprocess
 
 LINE = re.compile(r"^\s*([^=\s]+)\s*=\s*(.*?)\s*$")
+# The key saved in the tree: `build/labs/answer_key > tests/labs/answers_key.json` writes it.
+SAVED_KEY = pathlib.Path(__file__).resolve().parent.parent / "tests" / "labs" / "answers_key.json"
 
 
 class AnswersError(Exception):
     """Bad input: the message names the file (and line) and what was expected."""
 
 
-def load_key(key_file=None, answer_key_exe=None):
-    """The key's questions, from a saved JSON file or by running the answer_key executable."""
-    if key_file:
-        source = f"--key {key_file}"
-        try:
-            text = pathlib.Path(key_file).read_text()
-        except OSError as e:
-            raise AnswersError(f"{source}: cannot read ({e.strerror})")
-    else:
-        source = str(answer_key_exe)
-        if not pathlib.Path(answer_key_exe).is_file():
-            raise AnswersError(f"{source}: not built (build the answer_key target, or give --key FILE)")
-        run = subprocess.run([str(answer_key_exe)], capture_output=True, text=True, timeout=120, check=False)
-        if run.returncode != 0:
-            raise AnswersError(f"{source} failed: {run.stderr.strip()}")
-        text = run.stdout
+def load_key(key_file=None):
+    """The key's questions, from @p key_file (a saved answer_key output) or, by default, the tree's SAVED_KEY."""
+    path = pathlib.Path(key_file) if key_file else SAVED_KEY
+    source = f"--key {key_file}" if key_file else str(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        hint = "" if key_file else "; give --key FILE, the output of `build/labs/answer_key` in the reference tree"
+        raise AnswersError(f"{source}: cannot read ({e.strerror}){hint}")
     try:
         questions = json.loads(text)["questions"]
         for q in questions:
@@ -79,18 +78,22 @@ def read_answers(path, known_ids):
             raise AnswersError(f"{where}: unknown question id {qid!r} (ids look like {sorted(known_ids)[0]!r})")
         if qid in seen_at:
             raise AnswersError(f"{where}: {qid} is answered again (first at line {seen_at[qid]})")
+        seen_at[qid] = number
+        if not value:  # `id =` with nothing after it: left for later, so missing
+            continue
         try:
             given = float(value)
         except ValueError:
             given = math.nan
         if not math.isfinite(given) or "_" in value:
             raise AnswersError(f"{where}: {qid}: expected a finite number such as 2.68 or 2.7e9, got {value[:40]!r}")
-        answers[qid], seen_at[qid] = given, number
+        answers[qid] = given
     return answers
 
 
-def check(questions, answers):
-    """One row per question: its id, lab, the given and expected numbers and 'right' | 'wrong' | 'missing'."""
+def check(questions, answers, reveal=False):
+    """One row per question: its id, lab, the given number and 'right' | 'wrong' | 'missing', and the
+    expected number only where the answer is right or @p reveal is set."""
     rows = []
     for q in questions:
         given = answers.get(q["id"])
@@ -98,6 +101,8 @@ def check(questions, answers):
             result = "missing"
         else:
             result = "right" if abs(given - q["answer"]) <= q["rel_tolerance"] * abs(q["answer"]) else "wrong"
-        rows.append({"id": q["id"], "lab": q["lab"], "given": given, "expected": q["answer"],
-                     "rel_tolerance": q["rel_tolerance"], "result": result})
+        row = {"id": q["id"], "lab": q["lab"], "given": given, "rel_tolerance": q["rel_tolerance"], "result": result}
+        if result == "right" or reveal:
+            row["expected"] = q["answer"]
+        rows.append(row)
     return rows

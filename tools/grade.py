@@ -3,7 +3,7 @@
 
 Usage: python3 tools/grade.py [--build build] [--labs all|01,04] [--json report.json]
                               [--points tests/labs/points.json] [--junit-dir DIR]
-       python3 tools/grade.py --answers FILE [--key key.json] [--build build] [--labs ...] [--json ...]
+       python3 tools/grade.py --answers FILE [--key key.json] [--reveal] [--labs ...] [--json ...]
 
 Prints one row per lab (tests passed, points earned of points possible) and
 writes a JSON report with every test's outcome, for an instructor to collect.
@@ -20,11 +20,13 @@ feeds it known outcomes).
 --answers FILE checks a learner's answers to the chapters' questions
 instead of running tests (tools/answers.py describes the file: one
 `id = number` a line): one row per question of the selected labs, right,
-wrong or missing, and the same in the JSON report. The key is computed by
-the engine: the build's labs/answer_key, or --key FILE (its saved JSON
-output, e.g. an instructor's reference key for a student's tree). Exit
-status 0 when every answer is right, 1 when one is wrong or missing, 2 on a
-malformed file (the message names its line).
+wrong or missing, and the same in the JSON report. It builds and runs
+nothing: the key is the one the engine computed, saved in
+tests/labs/answers_key.json, or --key FILE (another saved answer_key
+output, e.g. an instructor's reference key for a student's tree). The
+expected number is shown only for a right answer; --reveal shows every
+one. Exit status 0 when every answer is right, 1 when one is wrong or
+missing, 2 on a malformed file (the message names its line).
 """
 import argparse
 import datetime
@@ -89,19 +91,22 @@ def run_ctest(build, lab, junit_file):
 
 def grade_answers(args, labs):
     try:
-        questions = answer_file.load_key(args.key, pathlib.Path(args.build) / "labs" / "answer_key")
+        questions = answer_file.load_key(args.key)
         given = answer_file.read_answers(args.answers, {q["id"] for q in questions})
     except answer_file.AnswersError as e:
         fail_usage(str(e))
-    rows = answer_file.check([q for q in questions if f"{q['lab']:02d}" in labs], given)
+    rows = answer_file.check([q for q in questions if f"{q['lab']:02d}" in labs], given, reveal=args.reveal)
     print("| question | lab | answer | expected | tolerance | result |")
     print("|---|---:|---:|---:|---:|---|")
     for r in rows:
         shown = "" if r["given"] is None else f"{r['given']:.6g}"
+        expected = f"{r['expected']:.6g}" if "expected" in r else ""
         tolerance = f"{r['rel_tolerance']:.0%}" if r["rel_tolerance"] else "exact"
-        print(f"| {r['id']} | {r['lab']:02d} | {shown} | {r['expected']:.6g} | {tolerance} | {r['result']} |")
+        print(f"| {r['id']} | {r['lab']:02d} | {shown} | {expected} | {tolerance} | {r['result']} |")
     right = sum(r["result"] == "right" for r in rows)
     print(f"\nanswers: {right} of {len(rows)} right")
+    if right < len(rows) and not args.reveal:
+        print("(the expected number is shown for right answers only; --reveal shows them all)")
     report = {"date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
               "answers": str(args.answers), "questions": rows, "right": right, "total": len(rows),
               "all_right": right == len(rows) and len(rows) > 0}
@@ -120,12 +125,14 @@ def main():
     parser.add_argument("--junit-dir")
     parser.add_argument("--answers")
     parser.add_argument("--key")
+    parser.add_argument("--reveal", action="store_true")
     args = parser.parse_args()
     labs = parse_labs(args.labs)
     if args.answers:
         return grade_answers(args, labs)
-    if args.key:
-        fail_usage("--key: only with --answers")
+    for flag, value in (("--key", args.key), ("--reveal", args.reveal)):
+        if value:
+            fail_usage(f"{flag}: only with --answers")
     default, special = load_points(args.points)
     build = pathlib.Path(args.build)
     if not args.junit_dir and not (build / "CTestTestfile.cmake").is_file():

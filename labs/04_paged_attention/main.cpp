@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
 
   return run_lab(app, argc, argv, [&] {
     if (o.quick) {
-      if (n_opt->count() == 0) num_requests = 8;
+      if (n_opt->count() == 0) num_requests = 20;  // more than max_num_seqs: static and continuous differ
       if (p_opt->count() == 0) prompt_dist = "uniform:8:32";
       if (out_opt->count() == 0) output_dist = "uniform:8:24";
       if (mr_opt->count() == 0) memory_requests = 200;

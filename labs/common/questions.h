@@ -10,8 +10,11 @@
  * The answer key evaluates the same formulas through the engine (perf/work.h,
  * the KVCacheManager, the Scheduler, the attention traffic counts), so a
  * change to the engine that changes an answer changes the key with it.
- * `answer_key --json` prints the key; tools/grade.py compares a learner's
- * answer file with it.
+ * Some questions are choices, answered with the number the text gives each
+ * option ("1 for memory, 2 for compute"). `answer_key` prints the key as
+ * JSON; its output is saved as tests/labs/answers_key.json (a tools test
+ * checks it is current), which tools/grade.py compares a learner's answer
+ * file with, so checking answers needs no build.
  */
 #pragma once
 
