@@ -281,8 +281,12 @@ int main(int argc, char** argv) {
                   .evidence = "blocks of 16: " + fixed(real16, 1) + "%, contiguous: " + fixed(real_contiguous, 1) +
                               "% (dry run, " + std::to_string(memory_requests) + " ShareGPT-like requests)",
                   .cause = as_paper ? ""
-                                    : "this workload's lengths are close to --memory-max-model-len, so a "
-                                      "reservation wastes little"});
+                           : real16 <= 90
+                               ? "the requests are short against 16-token blocks: last-block slack takes " +
+                                     fixed(mem.number(paged16, "last-block slack [%]"), 1) + "% of the budget"
+                               : "the requests are long against --memory-max-model-len: reserved but unused KV is "
+                                 "only " +
+                                     fixed(mem.number(contiguous, "reserved, unused [%]"), 1) + "% of the budget"});
     const auto most_running = [&](long row) { return static_cast<long long>(mem.number(row, "most running")); };
     const bool more_running = most_running(paged16) > most_running(contiguous);
     report.claim(

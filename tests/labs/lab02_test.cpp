@@ -103,8 +103,8 @@ TEST_CASE("lab 02 --quick prints the article's table after checking token identi
     }
   }
   test::check_claims(results,
-                     {"02.same_tokens", "02.kv_bytes_formula", "02.llama_kv_sizes", "02.gpu_memory",
-                      "02.cache_faster", "02.cached_step_flat"},
+                     {"02.same_tokens", "02.kv_bytes_formula", "02.llama_kv_sizes", "02.gpu_memory", "02.cache_faster",
+                      "02.cached_step_flat"},
                      {"02.same_tokens", "02.kv_bytes_formula", "02.llama_kv_sizes", "02.gpu_memory"});
   for (const char* csv : {"kv_cache_speedup.csv", "work_per_step.csv", "kv_memory.csv", "kv_allocated.csv",
                           "gpu_memory.csv", "step_times.csv"})

@@ -159,15 +159,16 @@ TEST_CASE("lab 03 --quick prints the article's table and checks counted work aga
   // Decode bytes: the weights are read once whatever the batch; KV's share grows with batch x context.
   const auto& bytes = test::table(results, "decode_bytes");
   const double weights = decode_weight_bytes(preset("llama-3-8b"), DType::BF16) / 1e9;
-  for (const auto& row : bytes["rows"]) CHECK(row[test::column(bytes, "weights [GB]")].get<double>() == Approx(weights));
+  for (const auto& row : bytes["rows"])
+    CHECK(row[test::column(bytes, "weights [GB]")].get<double>() == Approx(weights));
   const auto most = test::column(bytes, "most bytes");
   CHECK(bytes["rows"].front()[most] == "weights");
   CHECK(bytes["rows"].back()[most] == "KV cache");
-  test::check_claims(results,
-                     {"03.article_intensities", "03.a100_ridge", "03.compute_use", "03.decode_reads",
-                      "03.counted_equals_formula", "03.bound_here"},
-                     {"03.article_intensities", "03.a100_ridge", "03.compute_use", "03.decode_reads",
-                      "03.counted_equals_formula"});
+  test::check_claims(
+      results,
+      {"03.article_intensities", "03.a100_ridge", "03.compute_use", "03.decode_reads", "03.counted_equals_formula",
+       "03.bound_here"},
+      {"03.article_intensities", "03.a100_ridge", "03.compute_use", "03.decode_reads", "03.counted_equals_formula"});
   const auto& points = test::table(results, "measured_points");
   CHECK(points["rows"].size() == 4);
   for (const auto& row : points["rows"]) CHECK(row[test::column(points, "counted = formula")] == "yes");

@@ -58,7 +58,8 @@ TEST_CASE("lab 04 --quick prints the three tables with the same tokens under eve
                       "04.static_idle_slots", "04.batching_throughput"},
                      {"04.fragmentation", "04.real_of_held", "04.more_requests", "04.same_tokens", "04.fewer_steps",
                       "04.static_idle_slots"});
-  for (const char* csv : {"fragmentation_example.csv", "kv_memory.csv", "serving.csv", "timeline.csv", "kv_memory_timeline.csv"})
+  for (const char* csv :
+       {"fragmentation_example.csv", "kv_memory.csv", "serving.csv", "timeline.csv", "kv_memory_timeline.csv"})
     CHECK(std::filesystem::exists(dir / csv));
 }
 
