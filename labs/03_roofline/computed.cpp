@@ -120,7 +120,8 @@ Table decode_bytes_table() {
                  100 * w.kv_read / w.bytes(), std::string(w.kv_read > w.weight_bytes ? "KV cache" : "weights")});
     }
   t.note =
-      "The weights are read once per step whatever the batch; each sequence reads its own KV. KV reads pass the "
+      "The weights are read once per step whatever the batch (with one embedding row per sequence); each "
+      "sequence reads its own KV. KV reads pass the "
       "weight reads when batch × context > weight bytes / KV bytes per token = " +
       fixed(static_cast<double>(decode_weight_bytes(c, DType::BF16)) /
                 static_cast<double>(kv_bytes_per_token(c, DType::BF16)) / 1e3,
