@@ -50,7 +50,7 @@ def read_labs(results):
 def markdown(labs, note):
     claims = [(lab, c) for lab, data in labs for c in data.get("claims", [])]
     held = sum(1 for _, c in claims if c["held"])
-    lines = ["# Claims, checked {#claims}", "",
+    lines = ["# Claims, checked", "",
              "Each row is a claim a chapter makes, checked by its lab on the numbers of one run "
              "(`Report::claim`, `labs/common/report.h`). Written by `tools/claims.py` from "
              "`results/<lab>/<lab>.json`; do not edit by hand.", ""]
