@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   app.add_option("--arrival", arrivals, "arrivals: all, poisson:RATE (requests/s) or trace:FILE")
       ->capture_default_str();
   app.add_option("--workload-file", workload_file, "JSONL workload (prompt_len or prompt_ids, output_len, arrival)");
-  auto* seqs_opt = app.add_option("--max-num-seqs", max_num_seqs, "most requests in one step")->capture_default_str();
+  app.add_option("--max-num-seqs", max_num_seqs, "most requests in one step")->capture_default_str();
   app.add_option("--max-num-batched-tokens", max_num_batched_tokens,
                  "most tokens in one step (a whole prompt must fit)")
       ->capture_default_str();
@@ -152,11 +152,10 @@ int main(int argc, char** argv) {
 
   return run_lab(app, argc, argv, [&] {
     if (o.quick) {
-      if (n_opt->count() == 0) num_requests = 8;
+      if (n_opt->count() == 0) num_requests = 20;  // more than max_num_seqs: static and continuous differ
       if (p_opt->count() == 0) prompt_dist = "uniform:8:32";
       if (out_opt->count() == 0) output_dist = "uniform:8:24";
       if (mr_opt->count() == 0) memory_requests = 200;
-      if (seqs_opt->count() == 0) max_num_seqs = 4;  // fewer slots than requests: static batching must refill
     }
     check(num_requests >= 1, "--num-requests must be >= 1, got ", num_requests);
     check(memory_requests >= 1, "--memory-requests must be >= 1, got ", memory_requests);

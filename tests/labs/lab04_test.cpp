@@ -47,10 +47,10 @@ TEST_CASE("lab 04 --quick prints the three tables with the same tokens under eve
   CHECK(serving["rows"][0][batch] == 1.0);
   CHECK(serving["rows"][2][batch].get<double>() > 1.0);
   CHECK(test::table(results, "timeline")["rows"].size() == serving["rows"][2][test::column(serving, "steps")]);
-  // Slots: --quick serves 8 requests in 4 slots, so one at a time uses a quarter of them and static batching
+  // Slots: --quick serves 20 requests in 16 slots, so one at a time uses one of them and static batching
   // leaves some idle that continuous batching fills, in fewer steps.
   const auto slots = test::column(serving, "slots used [%]"), steps = test::column(serving, "steps");
-  CHECK(serving["rows"][0][slots] == Approx(25.0));
+  CHECK(serving["rows"][0][slots] == Approx(100.0 / 16));
   CHECK(serving["rows"][1][slots].get<double>() < serving["rows"][2][slots].get<double>());
   CHECK(serving["rows"][2][steps].get<int>() < serving["rows"][1][steps].get<int>());
   test::check_claims(results,
@@ -65,7 +65,7 @@ TEST_CASE("lab 04 --quick prints the three tables with the same tokens under eve
 
 TEST_CASE("lab 04 preempts when KV runs short and still gives the same tokens", "[lab04]") {
   test::ScratchDir out("lab04-tight");
-  // 204,800 bytes = 100 tokens of the small preset (2 KiB each): 8 requests of up to 56 tokens must take turns.
+  // 204,800 bytes = 100 tokens of the small preset (2 KiB each): 20 requests of up to 56 tokens must take turns.
   const auto [r, dir, results] =
       test::run_lab_quick(LAB04_EXE, "04_paged_attention", out.path(), "--kv-cache-memory 204800 --block-size 4");
   const auto& serving = test::table(results, "serving");
