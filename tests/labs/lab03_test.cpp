@@ -23,7 +23,7 @@ TEST_CASE("the prefill/decode article's table: a 4096 projection in fp16 at 410 
           "[lab03]") {
   auto intensity = [](int M) { return gemm_work(M, 4096, 4096, DType::F16, DType::F16).intensity(); };
   CHECK(intensity(512) == Approx(409.6));                  // ~410
-  CHECK(intensity(1024) == Approx(682.67).epsilon(1e-4));  // ~683 (the seed rounds to ~680)
+  CHECK(intensity(1024) == Approx(682.67).epsilon(1e-4));  // ~683 (the prefill/decode article rounds to ~680)
   CHECK(std::round(intensity(1)) == 1);
   CHECK(std::round(intensity(32)) == 32);                            // 31.5
   CHECK(gpu("A100 80GB SXM").ridge() == Approx(153.0).margin(0.1));  // 312 TFLOP/s / 2,039 GB/s
