@@ -10,6 +10,7 @@
 #pragma once
 
 #include "lab.h"
+#include "perf/hardware.h"
 
 namespace servelab::lab02 {
 
@@ -19,8 +20,12 @@ using lab::Table;
 ///    prefill/decode article's 270 MB and 670 MB checked.
 Table kv_memory_table();
 
-/// 4. The formula against what the engine's cache really allocates (f32 cache, sizes this machine can hold):
-///    the formula is the code; throws if they differ. @p cases counts the cases checked.
+/// 4. The formula against what the engine's cache really allocates (f32 cache, sizes this machine can hold), one
+///    row per case with "equal" yes or no. @p cases counts the cases checked.
 Table kv_allocated_table(bool quick, int& cases);
+
+/// 5. GPU memory = weights + KV + activations + runtime on @p card, for every model preset in bf16: how many
+///    requests of 2,048 and 8,192 tokens the KV room left after the rest holds.
+Table gpu_memory_table(const Hardware& card);
 
 }  // namespace servelab::lab02

@@ -9,8 +9,6 @@
  */
 #pragma once
 
-#include <iomanip>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,19 +24,23 @@ using lab::Table;
 
 inline constexpr StepDtypes kGpuDtypes{DType::BF16, DType::BF16, DType::BF16};  // what a GPU server would run
 
-inline std::string fixed(double v, int digits) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(digits) << v;
-  return os.str();
-}
+using lab::fixed;
 
 /// 1. The prefill/decode article's table: one hidden-4096 projection in fp16, against the A100's ridge: prefill is
 ///    compute-bound, decode memory-bound, by the intensity alone.
-Table seed_table(const Hardware& a100);
+Table article_table(const Hardware& a100);
 
 /// 2. Whole model steps of the published shapes, as a GPU server would run them (bf16): attention and the LM head
 ///    move the intensity off the one-GEMM numbers.
 std::vector<Table> preset_step_tables(const Hardware& a100);
+
+/// 2b. Compute use (tensor-core busy share) of prefill and decode steps of llama-3-8b on the A100 and H100, from the
+///     roofline cost model: the prefill/decode article's SM utilisation, > 90% in prefill and < 20% in decode.
+Table compute_use_table();
+
+/// 2c. Weight bytes against KV bytes of llama-3-8b decode steps as batch and context grow: the KV cache article's
+///     reason decode is memory-bound (KV reads) and the prefill/decode article's (weight reads), each where it holds.
+Table decode_bytes_table();
 
 /// 5. The cost model, calibrated here, predicted vs measured: what two straight roofs and a constant explain.
 ///    @p calibration and @p names are the measured steps; @p busy, if not empty, is printed as a warning.

@@ -130,6 +130,8 @@ int main(int argc, char** argv) {
       if (app.get_option("--preset")->count() == 0) o.preset = "small";
       quick_timing(app, o);
     }
+    std::sort(prefill_lens.begin(), prefill_lens.end());  // the claims read the longest prompt and the smallest batch
+    std::sort(decode_batches.begin(), decode_batches.end());
     for (int L : prefill_lens) check(L >= 1, "--prefill-lens: every length must be >= 1, got ", L);
     for (int B : decode_batches) check(B >= 1, "--decode-batches: every batch must be >= 1, got ", B);
     check(context >= 0, "--context must be >= 0, got ", context);
@@ -137,7 +139,7 @@ int main(int argc, char** argv) {
     Report report("03_roofline", o.out);
     const Hardware& a100 = gpu("A100 80GB SXM");
 
-    const Table seed = seed_table(a100);
+    const Table article = article_table(a100), compute_use = compute_use_table(), decode_bytes = decode_bytes_table();
     const std::vector<Table> preset_tables = preset_step_tables(a100);
 
     // 3. This machine's roofs, measured now, beside the datasheets.
@@ -175,8 +177,10 @@ int main(int argc, char** argv) {
                                           2 * c.intermediate_size, c.hidden_size) +
                        " (" + std::to_string(prefill_rows) + " rows, MLP gate/up shape)");
     report.print_settings("Lab 03 — the roofline, measured");
-    report.add_table(seed);
+    report.add_table(article);
     for (const Table& t : preset_tables) report.add_table(t);
+    report.add_table(compute_use);
+    report.add_table(decode_bytes);
     report.add_table(roofs);
 
     // 4. Real steps on this machine: counted work, measured time.
@@ -195,6 +199,7 @@ int main(int argc, char** argv) {
     const StepDtypes engine_dtypes{model->options().weight_dtype, DType::F32, DType::F32};
     std::vector<std::pair<Work, double>> calibration;
     std::vector<std::string> names;
+    std::string mismatch;  // the first step whose counted work differs from the closed form
     const double ridge_here = fmaN / readN;
     auto measure = [&](const std::string& name, int tokens, const std::vector<SeqShape>& shapes) {
       auto cache_ptr =
@@ -219,13 +224,14 @@ int main(int argc, char** argv) {
       const Work counted = model->work_counter().total();
       const bool equal = std::abs(counted.flops - formula.flops) <= 1e-9 * formula.flops &&
                          std::abs(counted.bytes() - formula.bytes()) <= 1e-9 * formula.bytes();
-      check(equal, "lab 03: the engine counted ", counted.flops, " FLOP / ", counted.bytes(), " B for ", name,
-            " but the closed form gives ", formula.flops, " / ", formula.bytes());
+      if (!equal && mismatch.empty())
+        mismatch = name + ": counted " + fixed(counted.flops, 0) + " FLOP / " + fixed(counted.bytes(), 0) +
+                   " B, the closed form " + fixed(formula.flops, 0) + " / " + fixed(formula.bytes(), 0);
       const Summary t = summarize(time_runs(o.warmup, o.repeats, [&] { model->forward(batch, cache); }));
-      points.add_row({name, static_cast<long long>(tokens), counted.flops / 1e9, counted.bytes() / 1e9,
-                      counted.intensity(), t.median * 1e3, counted.flops / t.median / 1e9,
-                      counted.bytes() / t.median / 1e9,
-                      std::string(bound_name(bound_of(counted.intensity(), ridge_here))), std::string("yes")});
+      points.add_row(
+          {name, static_cast<long long>(tokens), counted.flops / 1e9, counted.bytes() / 1e9, counted.intensity(),
+           t.median * 1e3, counted.flops / t.median / 1e9, counted.bytes() / t.median / 1e9,
+           std::string(bound_name(bound_of(counted.intensity(), ridge_here))), std::string(equal ? "yes" : "no")});
       calibration.push_back({counted, t.median});
       names.push_back(name);
     };
@@ -241,7 +247,7 @@ int main(int argc, char** argv) {
       }
     }
     points.note =
-        "Work counted by the engine op by op (Model::work_counter()) and checked equal to the closed form. "
+        "Work counted by the engine op by op (Model::work_counter()) and compared with the closed form. "
         "Decode steps: each sequence has " +
         std::to_string(context) + " tokens cached.";
     report.add_table(points);
@@ -264,17 +270,98 @@ int main(int argc, char** argv) {
                      .logy = true,
                      .kind = "roofline",
                      .roofs = "roofs",
-                     .reference = "seed_table",
+                     .reference = "article_table",
                      .reference_roof = a100.name});
+    // The chapter's claims, each decided on this run's numbers.
+    const auto article_intensity = [&](long row) { return article.number(row, "intensity [FLOP/B]"); };
+    const double expected[] = {410, 680, 1, 32};  // the prefill/decode article's table
+    bool as_article = true;
+    std::string quoted;
+    for (long r = 0; r < 4; ++r) {
+      as_article = as_article && std::abs(article_intensity(r) / expected[r] - 1) < 0.05;
+      quoted += (r ? ", " : "") + fixed(article_intensity(r), 1);
+    }
+    report.claim({.id = "03.article_intensities",
+                  .source = "the prefill/decode article (arithmetic intensity table)",
+                  .statement = "a 4096 projection in fp16 runs at ~410 and ~680 FLOP/byte in prefill (512, 1024 "
+                               "tokens) and ~1 and ~32 in decode (batch 1, 32)",
+                  .held = as_article,
+                  .evidence = quoted + " FLOP/byte by gemm_work()",
+                  .cause = as_article ? "" : "the byte model of perf/work.h counts the activations differently"});
+    const bool a100_split = article_intensity(1) > a100.ridge() && article_intensity(0) > a100.ridge() &&
+                            article_intensity(3) < a100.ridge();
+    report.claim({.id = "03.a100_ridge",
+                  .source = "the prefill/decode article (ridge point)",
+                  .statement = "on an A100 (ridge ~153 FLOP/byte) prefill is compute-bound and decode, even at "
+                               "batch 32, memory-bound",
+                  .held = a100_split,
+                  .evidence = "ridge " + fixed(a100.ridge(), 1) + "; prefill " + fixed(article_intensity(0), 0) +
+                              " and " + fixed(article_intensity(1), 0) + ", decode batch 32 " +
+                              fixed(article_intensity(3), 1) + " (" +
+                              fixed(100 * article_intensity(3) / a100.ridge(), 0) + "% of the ridge)",
+                  .cause = a100_split ? "" : "the datasheet entry's ridge differs from the article's"});
+    const auto use = [&](long row, const std::string& gpu_name) {
+      return compute_use.number(row, gpu_name + " compute use [%]");
+    };
+    bool use_split = true;
+    std::string use_evidence;
+    for (const std::string g : {"A100 80GB SXM", "H100 SXM"}) {
+      use_split = use_split && use(0, g) > 90 && use(1, g) > 90 && use(2, g) < 20 && use(3, g) < 20;
+      use_evidence += (use_evidence.empty() ? "" : "; ") + g + ": prefill " + fixed(use(0, g), 0) + "%, decode " +
+                      fixed(use(2, g), 1) + "% (batch 1) and " + fixed(use(3, g), 1) + "% (batch 32)";
+    }
+    report.claim({.id = "03.compute_use",
+                  .source = "the prefill/decode article (SM utilisation)",
+                  .statement = "compute use is above 90% in prefill and below 20% in decode",
+                  .held = use_split,
+                  .evidence = use_evidence + " (simulated, roofline, llama-3-8b)",
+                  .cause = use_split ? "" : "at these shapes the roofline's decode intensity passes 20% of the ridge"});
+    const auto bytes_row = [&](long long batch, long long tokens) {
+      for (long r = 0; r < static_cast<long>(decode_bytes.rows.size()); ++r)
+        if (decode_bytes.number(r, "batch") == batch && decode_bytes.number(r, "context [tok]") == tokens) return r;
+      fail("lab 03: no decode_bytes row for batch ", batch, ", context ", tokens);
+    };
+    const long small_step = bytes_row(1, 512), large_step = bytes_row(64, 32768);
+    const auto share = [&](long row) { return decode_bytes.number(row, "KV share [%]"); };
+    const bool both_reasons = share(small_step) < 50 && share(large_step) > 50;
+    report.claim({.id = "03.decode_reads",
+                  .source = "the KV cache article, §3-1 (KV reads); the prefill/decode article (weight reads)",
+                  .statement = "decode is memory-bound because of weight reads at small batch and context, and "
+                               "because of KV reads once batch × context is large",
+                  .held = both_reasons,
+                  .evidence = "KV is " + fixed(share(small_step), 1) + "% of the bytes at batch 1, context 512 and " +
+                              fixed(share(large_step), 1) + "% at batch 64, context 32,768 (llama-3-8b, bf16)",
+                  .cause = both_reasons ? "" : "the preset's weight or KV size differs from the published model's"});
+    report.claim({.id = "03.counted_equals_formula",
+                  .source = "this lab",
+                  .statement = "the engine's counted FLOPs and bytes equal the closed form",
+                  .held = mismatch.empty(),
+                  .evidence = "all " + std::to_string(calibration.size()) + " measured steps compared",
+                  .cause = mismatch.empty() ? "" : "counter.h and work.h disagree at " + mismatch});
     const auto intensity_of = [&](long row) { return points.number(row, "intensity [FLOP/B]"); };
-    const double prefill_i = intensity_of(0), decode_1 = intensity_of(static_cast<long>(prefill_lens.size())),
-                 decode_n = intensity_of(-1);
-    report.verdict("prefill runs at " + fixed(prefill_i, 0) + " FLOP/byte and up (" +
-                   bound_name(bound_of(prefill_i, ridge_here)) + "-bound; this machine's ridge is " +
+    const long longest_prefill = static_cast<long>(prefill_lens.size()) - 1, decode_1 = longest_prefill + 1;
+    const double prefill_i = intensity_of(longest_prefill), decode_i = intensity_of(decode_1);
+    const bool split_here = prefill_i > ridge_here && decode_i < ridge_here;
+    std::string why_not;
+    if (prefill_i <= ridge_here)
+      why_not = names[longest_prefill] + " reuses each weight byte too few times (" + fixed(prefill_i, 1) +
+                " FLOP/byte) to pass this machine's ridge; a longer prompt (--prefill-lens) would";
+    else if (decode_i >= ridge_here)
+      why_not = "this machine's ridge (" + fixed(ridge_here, 1) + ") is below even a batch-" +
+                std::to_string(decode_batches.front()) + " decode step's intensity";
+    report.claim({.id = "03.bound_here",
+                  .source = "the KV cache article, §3-1; the prefill/decode article",
+                  .statement = "on this machine's measured roofs prefill is above the ridge point and decode below",
+                  .held = split_here,
+                  .evidence = "ridge " + fixed(ridge_here, 1) + " FLOP/byte (f32 FMA " + fixed(fmaN, 0) +
+                              " GFLOP/s, read " + fixed(readN, 1) + " GB/s); " + names[longest_prefill] + " at " +
+                              fixed(prefill_i, 1) + ", " + names[decode_1] + " at " + fixed(decode_i, 2),
+                  .cause = why_not + (why_not.empty() || busy.empty() ? "" : "; and " + busy)});
+    report.verdict("prefill runs at " + fixed(prefill_i, 0) + " FLOP/byte (" +
+                   bound_name(bound_of(prefill_i, ridge_here)) + "-bound against this machine's ridge of " +
                    fixed(ridge_here, 1) + "), decode at batch " + std::to_string(decode_batches.front()) + " at " +
-                   fixed(decode_1, 1) + " (" + bound_name(bound_of(decode_1, ridge_here)) + "-bound), rising to " +
-                   fixed(decode_n, 1) + " at batch " + std::to_string(decode_batches.back()) +
-                   "; counted work equals the closed form for all " + std::to_string(calibration.size()) + " steps.");
+                   fixed(decode_i, 1) + " (" + bound_name(bound_of(decode_i, ridge_here)) + "-bound), rising to " +
+                   fixed(intensity_of(-1), 1) + " at batch " + std::to_string(decode_batches.back()) + ".");
     report.save();
   });
 }

@@ -28,9 +28,10 @@ using lab::Progress;
 using lab::ServedRun;
 using lab::Table;
 
-/// 1a. The KV cache article §4-1's requests A, B and C, then D arriving after B finished: contiguous first fit
-///     against blocks of @p block_size tokens. Shows fragmentation on numbers a learner can check by hand.
-Table seed_example(int block_size);
+/// 1a. The KV cache article §4-1's requests A, B and C in this lab's room of 6,200 tokens, then the lab's request D
+///     arriving after B finished: contiguous first fit against blocks of @p block_size tokens. Shows fragmentation
+///     on numbers a learner can check by hand.
+Table fragmentation_example(int block_size);
 
 /// Table 1b (printed) and its timeline (plotted, not printed).
 struct KVMemory {

@@ -16,12 +16,12 @@ namespace servelab::lab04 {
 
 using namespace servelab::lab;
 
-Table seed_example(int block_size) {
+Table fragmentation_example(int block_size) {
   const long capacity = 6200, a = 100, b = 1000, c = 5000, d = 1050;
-  Table t{.name = "seed_example",
+  Table t{.name = "fragmentation_example",
           .title =
-              "The KV cache article's example: A = 100, B = 1,000, C = 5,000 tokens in room for 6,200; B finishes; "
-              "D needs 1,050",
+              "The KV cache article's A = 100, B = 1,000, C = 5,000 tokens, in this lab's room for 6,200; B "
+              "finishes; this lab's D needs 1,050",
           .columns = {
               {"layout"}, {"free after B [tokens]"}, {"largest free run [tokens]"}, {"D needs [tokens]"}, {"D fits"}}};
   ContiguousAllocator line(capacity);

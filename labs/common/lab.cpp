@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -146,6 +147,23 @@ std::string plain_number(double value) {
   std::ostringstream os;
   os << value;
   return os.str();
+}
+
+std::string fixed(double value, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << value;
+  return os.str();
+}
+
+StepGrowth step_growth(const std::vector<double>& times) {
+  check(times.size() >= 2, "step_growth: needs 2 or more step times, got ", times.size());
+  for (double t : times) check(t > 0, "step_growth: a step time is not positive: ", t);
+  const std::size_t third = std::max<std::size_t>(1, times.size() / 3);
+  std::vector<double> gaps;
+  for (std::size_t i = 0; i + 1 < times.size(); ++i) gaps.push_back(std::abs(times[i + 1] - times[i]) / times[i]);
+  return {.first = summarize({times.begin(), times.begin() + static_cast<long>(third)}).median,
+          .last = summarize({times.end() - static_cast<long>(third), times.end()}).median,
+          .noise = summarize(gaps).median};
 }
 
 void Progress::advance(long units) {

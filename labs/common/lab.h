@@ -104,6 +104,27 @@ std::string human_bytes(double bytes);
 /// @p value as a stream prints it by default (six significant digits, no trailing zeros), e.g. "1.5", "20".
 std::string plain_number(double value);
 
+/// @p value with @p digits digits after the point, e.g. fixed(2.345, 1) = "2.3": the numbers claims quote.
+std::string fixed(double value, int digits);
+
+/**
+ * @brief How a series of step times grows from its start to its end, and how
+ *        much one step's time wanders: what a claim "step time grows (or stays
+ *        flat) with the context" is decided on.
+ */
+struct StepGrowth {
+  double first = 0;  ///< median of the first third of the series (at least one step; the input's unit)
+  double last = 0;   ///< median of the last third (at least one step)
+  /// Median of |t[i+1] - t[i]| / t[i] over neighbouring steps, which differ by one token of context:
+  /// the run's timing noise, against which a growth is read.
+  double noise = 0;
+  /// last / first: above 1 the series grew.
+  double ratio() const { return last / first; }
+};
+
+/// step_growth() of @p times (one per step, in order); @throws Error when there are fewer than 2 or one is not positive.
+StepGrowth step_growth(const std::vector<double>& times);
+
 /// One roof measured several times (the best of them is the roof a lab uses).
 struct RoofSamples {
   std::string name;             ///< what was measured, e.g. "f32 FMA, 2 threads"

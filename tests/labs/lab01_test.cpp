@@ -61,6 +61,11 @@ TEST_CASE("lab 01 --quick prints its tables and writes JSON and CSV", "[lab01]")
     CHECK(steps["rows"][s][fed] == steps["rows"][s][ctx]);  // no cache: the whole context is recomputed
   }
   CHECK(test::table(results, "latency")["rows"].size() == 4);
+  // The verdict's claims carry evidence; those decided on tokens, counts and definitions held (the timing one may
+  // not on a busy machine, and then says why).
+  test::check_claims(results,
+                     {"01.recomputes_prefix", "01.work_grows", "01.time_grows", "01.ttft_tpot", "01.same_tokens"},
+                     {"01.recomputes_prefix", "01.work_grows", "01.ttft_tpot", "01.same_tokens"});
   CHECK(std::filesystem::exists(dir / "steps.csv"));
   CHECK(results["machine"].contains("git_commit"));
   CHECK(results["plots"][0]["table"] == "steps");

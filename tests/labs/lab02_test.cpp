@@ -45,7 +45,7 @@ TEST_CASE("KV bytes: the formula equals what the cache allocates (MHA, GQA, MQA)
     }
 }
 
-TEST_CASE("the seed's KV sizes: Llama-3-8B and 70B at 2048 tokens in bf16", "[lab02]") {
+TEST_CASE("the prefill/decode article's KV sizes: Llama-3-8B and 70B at 2048 tokens in bf16", "[lab02]") {
   // The prefill/decode article quotes about 270 MB and about 670 MB.
   CHECK(kv_cache_bytes(preset("llama-3-8b"), 2048, 1, DType::BF16) == 268435456);
   CHECK(kv_cache_bytes(preset("llama-3-70b"), 2048, 1, DType::BF16) == 671088640);
@@ -82,14 +82,39 @@ TEST_CASE("lab 02 --quick prints the article's table after checking token identi
   CHECK(test::table(results, "kv_memory")["rows"].size() == 12);
   const auto& work = test::table(results, "work_per_step");
   CHECK(work["rows"].back()[0] == "total");
-  for (const char* csv :
-       {"kv_cache_speedup.csv", "work_per_step.csv", "kv_memory.csv", "kv_allocated.csv", "step_times.csv"})
+  // GPU memory = weights + activations + runtime + KV: every preset, and the requests of 8,192 tokens the KV room
+  // holds, worked out again here from the table's own terms and the engine's per-token KV bytes.
+  const auto& memory = test::table(results, "gpu_memory");
+  REQUIRE(memory["rows"].size() == preset_names().size());
+  for (const auto& row : memory["rows"]) {
+    const ModelConfig c = preset(row[0].get<std::string>());
+    INFO(c.name);
+    const double weights = row[test::column(memory, "weights [GB]")].get<double>() * 1e9;
+    CHECK(weights == Approx(2.0 * c.num_parameters()));
+    const double left = 80e9 - weights - row[test::column(memory, "activations [GB]")].get<double>() * 1e9 -
+                        row[test::column(memory, "runtime [GB]")].get<double>() * 1e9;
+    CHECK(row[test::column(memory, "left for KV [GB]")].get<double>() * 1e9 == Approx(std::max(0.0, left)));
+    const auto fits = row[test::column(memory, "requests of 8,192")];
+    if (c.name == "llama-3-70b") CHECK(fits == 0);  // its bf16 weights alone pass 80 GB
+    if (fits.is_number()) {
+      const double request = 8192.0 * kv_bytes_per_token(c, DType::BF16);
+      CHECK(fits.get<double>() * request <= std::max(0.0, left));
+      CHECK((fits.get<double>() + 1) * request > left);
+    }
+  }
+  test::check_claims(results,
+                     {"02.same_tokens", "02.kv_bytes_formula", "02.llama_kv_sizes", "02.gpu_memory", "02.cache_faster",
+                      "02.cached_step_flat"},
+                     {"02.same_tokens", "02.kv_bytes_formula", "02.llama_kv_sizes", "02.gpu_memory"});
+  for (const char* csv : {"kv_cache_speedup.csv", "work_per_step.csv", "kv_memory.csv", "kv_allocated.csv",
+                          "gpu_memory.csv", "step_times.csv"})
     CHECK(std::filesystem::exists(dir / csv));
 }
 
 TEST_CASE("lab 02 refuses bad flags with one error naming the flag", "[lab02]") {
   const std::string lab = LAB02_EXE;
   test::check_refused(lab + " --quick --tokens 0,5 --out /tmp", "--tokens");
+  test::check_refused(lab + " --quick --tokens 2 --out /tmp", "--tokens: the largest count must be >= 3");
   test::check_refused(lab + " --quick --tokens 5000 --out /tmp", "max_position_embeddings");
   test::check_refused(lab + " --quick --dtype fp8 --out /tmp", "--dtype: unsupported dtype 'fp8'");
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Grading tests of lab 03 (ctest -L lab03): the seed's intensity table, the
+// Grading tests of lab 03 (ctest -L lab03): the prefill/decode article's intensity table, the
 // engine's op-by-op counters against the closed form, the roofline and cost
 // model arithmetic, and the lab's own run. No timing is asserted.
 #include <cmath>
@@ -23,7 +23,7 @@ TEST_CASE("the prefill/decode article's table: a 4096 projection in fp16 at 410 
           "[lab03]") {
   auto intensity = [](int M) { return gemm_work(M, 4096, 4096, DType::F16, DType::F16).intensity(); };
   CHECK(intensity(512) == Approx(409.6));                  // ~410
-  CHECK(intensity(1024) == Approx(682.67).epsilon(1e-4));  // ~683 (the seed rounds to ~680)
+  CHECK(intensity(1024) == Approx(682.67).epsilon(1e-4));  // ~683 (the prefill/decode article rounds to ~680)
   CHECK(std::round(intensity(1)) == 1);
   CHECK(std::round(intensity(32)) == 32);                            // 31.5
   CHECK(gpu("A100 80GB SXM").ridge() == Approx(153.0).margin(0.1));  // 312 TFLOP/s / 2,039 GB/s
@@ -140,15 +140,39 @@ TEST_CASE("the lab warns that the machine was busy when its own repeated roofs d
   REQUIRE_ERROR_MENTIONS(lab::busy_machine_warning({{"read", {}}}), "empty");
 }
 
-TEST_CASE("lab 03 --quick prints the seed table and checks counted work against the formula", "[lab03]") {
+TEST_CASE("lab 03 --quick prints the article's table and checks counted work against the formula", "[lab03]") {
   test::ScratchDir out("lab03");
   const auto results = test::run_lab_quick(LAB03_EXE, "03_roofline", out.path()).results;
   // The steps were measured in lab 02's configuration, as configure() builds it.
   CHECK(test::ran(results, "measured steps", 3).engine.enable_kv_cache);
-  const auto& seed = test::table(results, "seed_table");
-  const auto col = test::column(seed, "intensity [FLOP/B]");
+  const auto& article = test::table(results, "article_table");
+  const auto col = test::column(article, "intensity [FLOP/B]");
   const double expected[] = {409.6, 682.67, 1.0, 31.5};
-  for (int i = 0; i < 4; ++i) CHECK(seed["rows"][i][col].get<double>() == Approx(expected[i]).epsilon(0.01));
+  for (int i = 0; i < 4; ++i) CHECK(article["rows"][i][col].get<double>() == Approx(expected[i]).epsilon(0.01));
+  // Compute use on the articles' GPUs: prefill rows (the first two) above 90%, decode rows below 20%.
+  const auto& use = test::table(results, "compute_use");
+  REQUIRE(use["rows"].size() == 4);
+  for (const char* gpu_name : {"A100 80GB SXM", "H100 SXM"}) {
+    const auto c = test::column(use, std::string(gpu_name) + " compute use [%]");
+    for (int i = 0; i < 4; ++i) CHECK((use["rows"][i][c].get<double>() > 90) == (i < 2));
+  }
+  // Decode bytes: the weights are read once whatever the batch; KV's share grows with batch x context.
+  const auto& bytes = test::table(results, "decode_bytes");
+  // Weights read once per step: every matrix (decode_weight_bytes) and one embedding row per sequence.
+  const ModelConfig llama = preset("llama-3-8b");
+  for (const auto& row : bytes["rows"]) {
+    const double batch = row[test::column(bytes, "batch")].get<double>();
+    const double weights = decode_weight_bytes(llama, DType::BF16) + batch * llama.hidden_size * 2.0;
+    CHECK(row[test::column(bytes, "weights [GB]")].get<double>() * 1e9 == Approx(weights));
+  }
+  const auto most = test::column(bytes, "most bytes");
+  CHECK(bytes["rows"].front()[most] == "weights");
+  CHECK(bytes["rows"].back()[most] == "KV cache");
+  test::check_claims(
+      results,
+      {"03.article_intensities", "03.a100_ridge", "03.compute_use", "03.decode_reads", "03.counted_equals_formula",
+       "03.bound_here"},
+      {"03.article_intensities", "03.a100_ridge", "03.compute_use", "03.decode_reads", "03.counted_equals_formula"});
   const auto& points = test::table(results, "measured_points");
   CHECK(points["rows"].size() == 4);
   for (const auto& row : points["rows"]) CHECK(row[test::column(points, "counted = formula")] == "yes");

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Grading tests of lab 04 (ctest -L lab04), the lab's own run: the seed's
+// Grading tests of lab 04 (ctest -L lab04), the lab's own run: the
 // fragmentation example, the KV placement table, the three serving policies
 // giving identical tokens, and refusals. The engine-level tests of the same
 // label (block pool, scheduler, paged attention, engine) live beside the
@@ -23,12 +23,12 @@ TEST_CASE("lab 04 --quick prints the three tables with the same tokens under eve
   // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
   CHECK(differences(test::ran(results, "one at a time", 3), test::ran(results, "continuous", 4)) ==
         test::Fields{"engine.scheduler.policy", "engine.block_size"});
-  // The seed's example: contiguous refuses D although enough tokens are free; paged fits it.
-  const auto& seed = test::table(results, "seed_example");
-  REQUIRE(seed["rows"].size() == 2);
-  CHECK(seed["rows"][0][test::column(seed, "D fits")] == "no");
-  CHECK(seed["rows"][0][test::column(seed, "free after B [tokens]")] == 1100);
-  CHECK(seed["rows"][1][test::column(seed, "D fits")] == "yes");
+  // The fragmentation example: contiguous refuses D although enough tokens are free; paged fits it.
+  const auto& example = test::table(results, "fragmentation_example");
+  REQUIRE(example["rows"].size() == 2);
+  CHECK(example["rows"][0][test::column(example, "D fits")] == "no");
+  CHECK(example["rows"][0][test::column(example, "free after B [tokens]")] == 1100);
+  CHECK(example["rows"][1][test::column(example, "D fits")] == "yes");
   // Placement: smaller blocks hold more real KV of what they allocate, and run more requests at once.
   const auto& memory = test::table(results, "kv_memory");
   REQUIRE(memory["rows"].size() == 4);
@@ -47,13 +47,25 @@ TEST_CASE("lab 04 --quick prints the three tables with the same tokens under eve
   CHECK(serving["rows"][0][batch] == 1.0);
   CHECK(serving["rows"][2][batch].get<double>() > 1.0);
   CHECK(test::table(results, "timeline")["rows"].size() == serving["rows"][2][test::column(serving, "steps")]);
-  for (const char* csv : {"seed_example.csv", "kv_memory.csv", "serving.csv", "timeline.csv", "kv_memory_timeline.csv"})
+  // Slots: --quick serves 20 requests in 16 slots, so one at a time uses one of them and static batching
+  // leaves some idle that continuous batching fills, in fewer steps.
+  const auto slots = test::column(serving, "slots used [%]"), steps = test::column(serving, "steps");
+  CHECK(serving["rows"][0][slots] == Approx(100.0 / 16));
+  CHECK(serving["rows"][1][slots].get<double>() < serving["rows"][2][slots].get<double>());
+  CHECK(serving["rows"][2][steps].get<int>() < serving["rows"][1][steps].get<int>());
+  test::check_claims(results,
+                     {"04.fragmentation", "04.real_of_held", "04.more_requests", "04.same_tokens", "04.fewer_steps",
+                      "04.static_idle_slots", "04.batching_throughput"},
+                     {"04.fragmentation", "04.real_of_held", "04.more_requests", "04.same_tokens", "04.fewer_steps",
+                      "04.static_idle_slots"});
+  for (const char* csv :
+       {"fragmentation_example.csv", "kv_memory.csv", "serving.csv", "timeline.csv", "kv_memory_timeline.csv"})
     CHECK(std::filesystem::exists(dir / csv));
 }
 
 TEST_CASE("lab 04 preempts when KV runs short and still gives the same tokens", "[lab04]") {
   test::ScratchDir out("lab04-tight");
-  // 204,800 bytes = 100 tokens of the small preset (2 KiB each): 8 requests of up to 56 tokens must take turns.
+  // 204,800 bytes = 100 tokens of the small preset (2 KiB each): 20 requests of up to 56 tokens must take turns.
   const auto [r, dir, results] =
       test::run_lab_quick(LAB04_EXE, "04_paged_attention", out.path(), "--kv-cache-memory 204800 --block-size 4");
   const auto& serving = test::table(results, "serving");

@@ -7,11 +7,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -91,6 +93,29 @@ inline std::size_t column(const nlohmann::json& table, const std::string& column
     if (cols[i] == column) return i;
   FAIL("table " << table["name"] << " has no column " << column);
   throw;
+}
+
+/**
+ * @brief Checks the claims a lab's verdict recorded (results' "claims"): exactly @p ids, in that order,
+ *        each with a source, a statement and evidence, and a cause when it did not hold; and that the
+ *        claims in @p must_hold (those decided on bytes, FLOPs, tokens or simulated numbers, not on timing)
+ *        held on this machine.
+ */
+inline void check_claims(const nlohmann::json& results, const std::vector<std::string>& ids,
+                         const std::vector<std::string>& must_hold) {
+  REQUIRE(results.contains("claims"));
+  std::vector<std::string> recorded;
+  for (const auto& c : results["claims"]) {
+    const std::string id = c["id"];
+    recorded.push_back(id);
+    INFO("claim " << id << ": " << c.dump());
+    CHECK_FALSE(c["source"].get<std::string>().empty());
+    CHECK_FALSE(c["statement"].get<std::string>().empty());
+    CHECK_FALSE(c["evidence"].get<std::string>().empty());
+    if (!c["held"].get<bool>()) CHECK_FALSE(c["cause"].get<std::string>().empty());
+    if (std::find(must_hold.begin(), must_hold.end(), id) != must_hold.end()) CHECK(c["held"].get<bool>());
+  }
+  CHECK(recorded == ids);
 }
 
 /**
