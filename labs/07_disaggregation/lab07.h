@@ -125,6 +125,7 @@ struct FleetResult {
                                 ///< "disaggregated, more prefill", "disaggregated, even split", "... more decode"
   int gpus = 0;                 ///< GPUs in all
   double goodput_per_gpu = 0;   ///< DistServe's goodput per GPU, requests/s
+  double resolution = 0;        ///< requests/s per GPU: how far the bisection may leave goodput_per_gpu below its rate
   double slo_scale = 0;         ///< at the fixed load: the factor on both SLO limits that 90% of requests meet
   double ttft_p50 = 0, tpot_p50 = 0;  ///< at the fixed load, seconds
 };

@@ -200,18 +200,22 @@ Claim strategy_claim(const PatternFleets& p, const SLO& slo) {
   std::ostringstream evidence, cause;
   evidence << std::fixed << std::setprecision(2) << "best: " << best.fleet << " " << best.goodput_per_gpu
            << " req/s per GPU; best " << p.article_says << ": " << suggested->fleet << " "
-           << suggested->goodput_per_gpu << " req/s per GPU";
-  const bool held = suggested->goodput_per_gpu >= best.goodput_per_gpu;
-  if (!held) {
-    // Which limit the suggested fleet missed at the fixed load says why it serves less.
-    cause << std::fixed << std::setprecision(1) << "at the fixed load " << suggested->fleet << " had TTFT p50 "
-          << suggested->ttft_p50 * 1e3 << " ms (SLO " << slo.ttft * 1e3 << ") and TPOT p50 "
-          << suggested->tpot_p50 * 1e3 << " ms (SLO " << slo.tpot * 1e3 << ") against " << best.fleet << "'s "
-          << best.ttft_p50 * 1e3 << " and " << best.tpot_p50 * 1e3 << " ms: "
-          << (suggested->tpot_p50 > slo.tpot ? "its decode instances take more than one GPU's decodes each, so TPOT "
-                                               "misses the SLO"
-                                             : "its instances queue requests the best fleet serves at once");
-  }
+           << suggested->goodput_per_gpu << " req/s per GPU (bisection resolution "
+           << std::max(best.resolution, suggested->resolution) << ")";
+  // A tie within the bisection's resolution is a tie: neither rate is known more finely.
+  const bool held =
+      suggested->goodput_per_gpu + std::max(best.resolution, suggested->resolution) >= best.goodput_per_gpu;
+  // Which limit the suggested fleet came nearer at the fixed load says which pool gave out first.
+  const bool tpot_nearer = suggested->tpot_p50 / slo.tpot >= suggested->ttft_p50 / slo.ttft;
+  cause << std::fixed << std::setprecision(1) << "at the fixed load " << suggested->fleet << " had TTFT p50 "
+        << suggested->ttft_p50 * 1e3 << " ms and TPOT p50 " << suggested->tpot_p50 * 1e3 << " ms against "
+        << best.fleet << "'s " << best.ttft_p50 * 1e3 << " and " << best.tpot_p50 * 1e3 << " ms (SLO "
+        << slo.ttft * 1e3 << " and " << slo.tpot * 1e3 << "): its "
+        << (tpot_nearer ? "decode steps reach the TPOT limit" : "prompts reach the TTFT limit")
+        << " at a lower rate per GPU"
+        << (tpot_nearer && suggested->strategy.starts_with("disaggregated")
+                ? ", because its decode pool carries every request's decode on fewer GPUs than the fleet has"
+                : "");
   std::string id = "07.strategy_" + p.pattern;  // "07.strategy_long_prompt_short_output"
   std::replace(id.begin(), id.end(), ' ', '_');
   id.erase(std::remove(id.begin(), id.end(), ','), id.end());
@@ -287,7 +291,7 @@ Fleets simulated_fleets(Report& report, const LabOptions& o, const Flags& f, con
       sim.add_row({pattern.name, pattern.article_says, kind.describe(), static_cast<long long>(gpus),
                    f.sim_load * saturation * gpus, m.ttft.median * 1e3, m.ttft.p99 * 1e3, m.tpot.median * 1e3,
                    m.tpot.p99 * 1e3, transfer, 100.0 * m.num_meeting_slo / m.num_requests, lo});
-      mine.fleets.push_back({kind.describe(), strategy_of(kind.shape, kind.chunked), gpus, lo,
+      mine.fleets.push_back({kind.describe(), strategy_of(kind.shape, kind.chunked), gpus, lo, hi - lo,
                              slo_scale(run, gpu_slo), m.ttft.median, m.tpot.median});
       sim_bar.advance();
     }
