@@ -51,8 +51,8 @@ FleetRun simulate_fleet(const SimulatedModel& prefill_model, const SimulatedMode
   const FleetShape& shape = config.shape;
   const ModelConfig &p = prefill_model.config, &d = decode_model.config;
   check(p.name == d.name && p.num_hidden_layers == d.num_hidden_layers && p.kv_dim() == d.kv_dim(),
-        "simulated fleet: the prefill and decode pools must serve the same model (", prefill_model.config.name,
-        " vs ", decode_model.config.name, ")");
+        "simulated fleet: the prefill and decode pools must serve the same model (", prefill_model.config.name, " vs ",
+        decode_model.config.name, ")");
   check(shape.num_prefill > 0 || &prefill_model == &decode_model, "simulated fleet ", shape.describe(),
         ": a colocated fleet has one kind of GPU, so one model");
   check(shape.num_decode >= 1 && shape.num_prefill >= 0, "simulated fleet ", shape.describe(),

@@ -48,7 +48,8 @@ struct Latency {
 Table gpu_upgrades(Report& report, const LabOptions& o, const Flags& f, const Link& gpu_link) {
   const std::vector<std::string> gpus = {"A100 80GB SXM", "H100 SXM", "H200 SXM"};
   std::vector<SimulatedGpu> sims;
-  for (const std::string& name : gpus) sims.push_back(simulated_gpu(f.sim_model, name, f.sim_overhead_ms, "--sim-model"));
+  for (const std::string& name : gpus)
+    sims.push_back(simulated_gpu(f.sim_model, name, f.sim_overhead_ms, "--sim-model"));
   const Pattern pattern = gpu_patterns().back();  // long prompts, long outputs: both phases heavy
   const SLO slo{f.sim_slo_ttft_ms / 1e3, f.sim_slo_tpot_ms / 1e3};
   const int vocab = sims[0].model.config.vocab_size;
@@ -56,7 +57,8 @@ Table gpu_upgrades(Report& report, const LabOptions& o, const Flags& f, const Li
   FleetConfig fleet = gpu_fleet(f, sims[0], sims[0], gpu_link);
   fleet.shape = {1, 1};
   const double saturation =
-      fleet_metrics(simulate_fleet(sims[0].model, fleet, gpu_workload(o, pattern, 2 * f.sim_requests, "all", vocab)), slo)
+      fleet_metrics(simulate_fleet(sims[0].model, fleet, gpu_workload(o, pattern, 2 * f.sim_requests, "all", vocab)),
+                    slo)
           .requests_per_second;
   const std::vector<WorkloadRequest> workload =
       gpu_workload(o, pattern, 2 * f.sim_requests, "poisson:" + std::to_string(f.sim_load * saturation), vocab);
@@ -65,7 +67,7 @@ Table gpu_upgrades(Report& report, const LabOptions& o, const Flags& f, const Li
   t.name = "gpu_upgrades";
   t.title = "(f) Simulated: which pool's GPU moves TTFT and which TPOT (" + sims[0].model.config.name + ", " +
             pattern.name + ", KV over " + gpu_link.name + ")";
-  t.columns = {{"fleet (simulated)"}, {"prefill GPU"},    {"decode GPU"},       {"TTFT p50 [ms]", 1},
+  t.columns = {{"fleet (simulated)"}, {"prefill GPU"},       {"decode GPU"},       {"TTFT p50 [ms]", 1},
                {"TPOT p50 [ms]", 2},  {"TTFT vs A100+A100"}, {"TPOT vs A100+A100"}};
   std::vector<std::vector<Latency>> split(gpus.size(), std::vector<Latency>(gpus.size()));  // [prefill][decode]
   Latency base;
@@ -73,8 +75,8 @@ Table gpu_upgrades(Report& report, const LabOptions& o, const Flags& f, const Li
     const ServingMetrics m = fleet_metrics(run, slo);
     const Latency l{m.ttft.median, m.tpot.median};
     if (shape == "1P1D" && p == 0 && d == 0) base = l;
-    t.add_row({shape, gpus[p], gpus[d], l.ttft * 1e3, l.tpot * 1e3, times(base.ttft / l.ttft),
-               times(base.tpot / l.tpot)});
+    t.add_row(
+        {shape, gpus[p], gpus[d], l.ttft * 1e3, l.tpot * 1e3, times(base.ttft / l.ttft), times(base.tpot / l.tpot)});
     return l;
   };
   for (std::size_t p = 0; p < gpus.size(); ++p)
@@ -100,7 +102,8 @@ Table gpu_upgrades(Report& report, const LabOptions& o, const Flags& f, const Li
   };
   const double prefill_a_to_h = step_speedup(prefill_step, 0, 1), decode_a_to_h = step_speedup(decode_step, 0, 1);
   std::ostringstream n;
-  n << std::fixed << std::setprecision(2) << "Simulated, never measured: datasheet roofs (A100 312 TFLOP/s, 2,039 GB/s; "
+  n << std::fixed << std::setprecision(2)
+    << "Simulated, never measured: datasheet roofs (A100 312 TFLOP/s, 2,039 GB/s; "
     << "H100 989, 3,350; H200 989, 4,800) plus " << f.sim_overhead_ms << " ms per step; " << workload.size()
     << " requests at " << f.sim_load * saturation << " req/s (" << f.sim_load * 100
     << "% of the all-A100 1P1D's saturation) on every fleet. The first token comes with the KV, so TTFT is the "
@@ -118,7 +121,8 @@ Table gpu_upgrades(Report& report, const LabOptions& o, const Flags& f, const Li
   e1 << std::fixed << std::setprecision(2) << "TPOT p50: A100+A100 " << aa.tpot * 1e3 << " ms; decode on H100 "
      << ah.tpot * 1e3 << " ms (" << times(aa.tpot / ah.tpot) << "); prefill on H100 " << ha.tpot * 1e3 << " ms ("
      << times(aa.tpot / ha.tpot) << ")";
-  record_claim(report, {.id = "07.upgrade_decode_moves_tpot",
+  record_claim(report,
+               {.id = "07.upgrade_decode_moves_tpot",
                 .source = "the prefill/decode article, 'find the bottleneck first'",
                 .statement = "replacing the decode pool's A100 with an H100 improves TPOT far more directly than "
                              "replacing the prefill pool's (simulated)",
@@ -129,7 +133,8 @@ Table gpu_upgrades(Report& report, const LabOptions& o, const Flags& f, const Li
   e2 << std::fixed << std::setprecision(1) << "TTFT p50: A100+A100 " << aa.ttft * 1e3 << " ms; prefill on H100 "
      << ha.ttft * 1e3 << " ms (" << times(aa.ttft / ha.ttft) << "); decode on H100 " << ah.ttft * 1e3 << " ms ("
      << times(aa.ttft / ah.ttft) << ")";
-  record_claim(report, {.id = "07.upgrade_prefill_moves_ttft",
+  record_claim(report,
+               {.id = "07.upgrade_prefill_moves_ttft",
                 .source = "this lab",
                 .statement = "in a split fleet the prefill pool's GPU moves TTFT and the decode pool's does not "
                              "(simulated)",
@@ -140,7 +145,8 @@ Table gpu_upgrades(Report& report, const LabOptions& o, const Flags& f, const Li
      << "TPOT " << hh.tpot * 1e3 << " -> " << hh2.tpot * 1e3 << " ms (" << times(hh.tpot / hh2.tpot)
      << "); on the prefill side TTFT " << hh.ttft * 1e3 << " -> " << h2h.ttft * 1e3 << " ms ("
      << times(hh.ttft / h2h.ttft) << ")";
-  record_claim(report, {.id = "07.bandwidth_upgrade_helps_decode_only",
+  record_claim(report,
+               {.id = "07.bandwidth_upgrade_helps_decode_only",
                 .source = "the KV cache article, section 5-4 (decode wants memory bandwidth, prefill FLOP/s)",
                 .statement = "more memory bandwidth at the same FLOP/s (H100 -> H200) shortens TPOT on the decode "
                              "side and leaves TTFT within 5% on the prefill side (simulated)",
@@ -148,11 +154,12 @@ Table gpu_upgrades(Report& report, const LabOptions& o, const Flags& f, const Li
                 .evidence = e3.str(),
                 .cause = "a long prefill here is not compute-bound on the H100, or decode is not bandwidth-bound: "
                          "see the ratios"});
-  e4 << std::fixed << std::setprecision(2) << "one step A100 -> H100: prefill " << times(prefill_a_to_h)
-     << ", decode " << times(decode_a_to_h) << "; colocated x2 A100 -> H100: TTFT "
-     << times(colocated[0].ttft / colocated[1].ttft) << ", TPOT " << times(colocated[0].tpot / colocated[1].tpot)
-     << "; 1P1D decode-side upgrade: TPOT " << times(aa.tpot / ah.tpot);
-  record_claim(report, {.id = "07.agrees_with_lab03",
+  e4 << std::fixed << std::setprecision(2) << "one step A100 -> H100: prefill " << times(prefill_a_to_h) << ", decode "
+     << times(decode_a_to_h) << "; colocated x2 A100 -> H100: TTFT " << times(colocated[0].ttft / colocated[1].ttft)
+     << ", TPOT " << times(colocated[0].tpot / colocated[1].tpot) << "; 1P1D decode-side upgrade: TPOT "
+     << times(aa.tpot / ah.tpot);
+  record_claim(report,
+               {.id = "07.agrees_with_lab03",
                 .source = "this lab, lab 03's GPU table",
                 .statement = "A100 -> H100 speeds one prefill step more than one decode step (as lab 03's table "
                              "shows), yet only the decode pool's upgrade moves a split fleet's TPOT: a step's "
@@ -185,13 +192,14 @@ Table summarisation_walkthrough(Report& report, const Flags& f) {
   double hdr_s = 0;
   for (const Link& l : named_links())
     if (l.bytes_per_second > 0) {
-      t.add_row({std::string("3. KV to the decode server"), l.name, none, human_bytes(kv), kv / l.bytes_per_second * 1e3});
+      t.add_row(
+          {std::string("3. KV to the decode server"), l.name, none, human_bytes(kv), kv / l.bytes_per_second * 1e3});
       if (l.name == f.sim_link) hdr_s = kv / l.bytes_per_second;
     }
   const double fit = static_cast<double>(decode.kv_cache_memory) / kv;
   const auto decode_step = [&](const SimulatedGpu& g, int batch) {
-    const Work w = step_work(m, g.model.dtypes, std::vector<SeqShape>(static_cast<std::size_t>(batch), SeqShape{kPrompt, 1}),
-                             batch);
+    const Work w = step_work(m, g.model.dtypes,
+                             std::vector<SeqShape>(static_cast<std::size_t>(batch), SeqShape{kPrompt, 1}), batch);
     return std::pair{w, g.model.cost.predict(w)};
   };
   const auto [alone_work, alone_s] = decode_step(decode, 1);
@@ -202,7 +210,8 @@ Table summarisation_walkthrough(Report& report, const Flags& f) {
   t.add_row({std::string("4. decode step, batched with 31 like it"), decode.hardware->name, batch_work.flops / 1e9,
              human_bytes(batch_work.bytes()), batch_s * 1e3});
   t.add_row({std::string("4. the same batch on the prefill GPU"), prefill.hardware->name,
-             batch_prefill_gpu_work.flops / 1e9, human_bytes(batch_prefill_gpu_work.bytes()), batch_prefill_gpu_s * 1e3});
+             batch_prefill_gpu_work.flops / 1e9, human_bytes(batch_prefill_gpu_work.bytes()),
+             batch_prefill_gpu_s * 1e3});
   const double total = prefill_s + hdr_s + (kSummary - 1) * batch_s;
   t.add_row({std::string("5. 256-token summary streamed: prefill + KV over " + f.sim_link + " + 255 batched steps"),
              prefill.hardware->name + " -> " + decode.hardware->name, none, none, total * 1e3});
@@ -216,15 +225,14 @@ Table summarisation_walkthrough(Report& report, const Flags& f) {
   report.add_table(t);
   std::ostringstream e;
   e << std::fixed << std::setprecision(1) << "prefill of 8,000 tokens on " << prefill.hardware->name << " "
-    << prefill_s * 1e3 << " ms; its KV (" << human_bytes(kv) << ") over " << f.sim_link << " " << hdr_s * 1e3
-    << " ms";
+    << prefill_s * 1e3 << " ms; its KV (" << human_bytes(kv) << ") over " << f.sim_link << " " << hdr_s * 1e3 << " ms";
   record_claim(report, {.id = "07.walkthrough_transfer_below_prefill",
-                .source = "the KV cache article, section 5-4; the prefill/decode article's premise",
-                .statement = "for an 8,000-token prompt, moving its KV over one " + f.sim_link +
-                             " link takes less time than its prefill (simulated)",
-                .held = hdr_s < prefill_s,
-                .evidence = e.str(),
-                .cause = "the link's rate is below the KV bytes a prefill GPU makes per second"});
+                        .source = "the KV cache article, section 5-4; the prefill/decode article's premise",
+                        .statement = "for an 8,000-token prompt, moving its KV over one " + f.sim_link +
+                                     " link takes less time than its prefill (simulated)",
+                        .held = hdr_s < prefill_s,
+                        .evidence = e.str(),
+                        .cause = "the link's rate is below the KV bytes a prefill GPU makes per second"});
   return t;
 }
 
@@ -263,8 +271,8 @@ Table paper_numbers(const Fleets& fleets, const Flags& f) {
   const auto best_by = [&](auto key) {
     return *std::max_element(gains.begin(), gains.end(), [&](const Gain& a, const Gain& b) { return key(a) < key(b); });
   };
-  const Gain most = best_by([](const Gain& g) { return g.goodput; }),
-             tightest = best_by([](const Gain& g) { return g.slo; });
+  const Gain most = best_by([](const Gain&g) { return g.goodput; }),
+             tightest = best_by([](const Gain&g) { return g.slo; });
   const Gain& long_short = gains.at(2);  // long prompts, short outputs: the closest to Kimi's long-context traffic
   Table t;
   t.name = "paper_numbers";
@@ -280,10 +288,11 @@ Table paper_numbers(const Fleets& fleets, const Flags& f) {
   t.add_row({std::string("Mooncake (FAST 2025)"), std::string("+75% requests on the same GPUs"),
              std::string("Kimi's production traffic (long contexts), KVCache-centric scheduling with prefix reuse "
                          "and a CPU/SSD KV pool"),
-             percent(long_short.same_size_goodput) + " goodput", long_short.pattern + ": " + long_short.same_size_fleets});
+             percent(long_short.same_size_goodput) + " goodput",
+             long_short.pattern + ": " + long_short.same_size_fleets});
   t.add_row({std::string("Mooncake (FAST 2025)"), std::string("up to +525% throughput"),
-             std::string("simulated long-context scenarios under SLOs, vs vLLM"),
-             percent(most.goodput) + " at most", most.pattern + ": " + most.fleets});
+             std::string("simulated long-context scenarios under SLOs, vs vLLM"), percent(most.goodput) + " at most",
+             most.pattern + ": " + most.fleets});
   t.note = "Simulated, never measured: " + f.sim_model + " on " + f.sim_gpu +
            " roofs, one GPU per instance, the fleets and SLO of table (e). The papers' conditions are from their "
            "abstracts and evaluations; the differences are explained in the chapter.";

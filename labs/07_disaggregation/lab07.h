@@ -30,9 +30,9 @@ using disagg::FleetConfig;
 using disagg::FleetRun;
 using disagg::Link;
 using lab::Claim;
-using lab::SimulatedGpu;
 using lab::LabOptions;
 using lab::Report;
+using lab::SimulatedGpu;
 using lab::Table;
 
 /// Lab 07's own flags (the common ones are in LabOptions), with their defaults.
@@ -108,7 +108,7 @@ RealServing colocated_vs_disaggregated(Report& report, const LabOptions& o, cons
 /// Table (d) and its error, which table (e)'s note quotes.
 struct SimulatorCheck {
   Table table{};
-  Summary error{};               ///< |error| over the rows, %
+  Summary error{};                 ///< |error| over the rows, %
   double decode_step_colocated{};  ///< s: the fitted colocated model's decode step (4 requests at a long prompt)
   double decode_step_worker{};     ///< s: the same step on the fitted worker model (half the threads)
 };
@@ -120,13 +120,13 @@ SimulatorCheck simulator_check(const LabOptions& o, const ModelConfig& c, int th
 
 /// One fleet of table (e), as the strategy check and the papers' comparison (h) read it.
 struct FleetResult {
-  std::string fleet{};          ///< "colocated x2, chunked prefill", "2P1D"
-  std::string strategy{};       ///< its kind in the article's words: "continuous batching", "chunked prefill",
-                                ///< "disaggregated, more prefill", "disaggregated, even split", "... more decode"
-  int gpus = 0;                 ///< GPUs in all
-  double goodput_per_gpu = 0;   ///< DistServe's goodput per GPU, requests/s
-  double resolution = 0;        ///< requests/s per GPU: how far the bisection may leave goodput_per_gpu below its rate
-  double slo_scale = 0;         ///< at the fixed load: the factor on both SLO limits that 90% of requests meet
+  std::string fleet{};         ///< "colocated x2, chunked prefill", "2P1D"
+  std::string strategy{};      ///< its kind in the article's words: "continuous batching", "chunked prefill",
+                               ///< "disaggregated, more prefill", "disaggregated, even split", "... more decode"
+  int gpus = 0;                ///< GPUs in all
+  double goodput_per_gpu = 0;  ///< DistServe's goodput per GPU, requests/s
+  double resolution = 0;       ///< requests/s per GPU: how far the bisection may leave goodput_per_gpu below its rate
+  double slo_scale = 0;        ///< at the fixed load: the factor on both SLO limits that 90% of requests meet
   double ttft_p50 = 0, tpot_p50 = 0;  ///< at the fixed load, seconds
 };
 
@@ -149,7 +149,8 @@ std::vector<Pattern> gpu_patterns();
 
 /// The engines of a simulated GPU fleet: colocated chunked at --sim-budget, prefill and decode pools at 8,192,
 /// every instance's KV budget from @p prefill_gpu or @p decode_gpu; the KV moves over @p link in bf16.
-FleetConfig gpu_fleet(const Flags& f, const SimulatedGpu& prefill_gpu, const SimulatedGpu& decode_gpu, const Link& link);
+FleetConfig gpu_fleet(const Flags& f, const SimulatedGpu& prefill_gpu, const SimulatedGpu& decode_gpu,
+                      const Link& link);
 
 /// @p pattern's workload of @p num_requests arriving as @p arrivals says (an --arrivals spec), seeded by --seed.
 std::vector<WorkloadRequest> gpu_workload(const LabOptions& o, const Pattern& pattern, int num_requests,

@@ -121,9 +121,10 @@ Table kv_bytes_table(const Flags& f) {
       row.push_back(link.bytes_per_second > 0 ? k.bytes / link.bytes_per_second / k.prefill_s : 0.0);
       a.add_row(row);
     }
-  a.note = "Llama-3-8B at 2,048 tokens: 268,435,456 B (the prefill/decode article's ~270 MB); 70B: 671,088,640 B "
-           "(~670 MB). Prefill: one step on one GPU's datasheet roofs, no per-step overhead (70B does not fit one "
-           "GPU; a tensor-parallel group divides its time by the degree).";
+  a.note =
+      "Llama-3-8B at 2,048 tokens: 268,435,456 B (the prefill/decode article's ~270 MB); 70B: 671,088,640 B "
+      "(~670 MB). Prefill: one step on one GPU's datasheet roofs, no per-step overhead (70B does not fit one "
+      "GPU; a tensor-parallel group divides its time by the degree).";
   return a;
 }
 
@@ -156,8 +157,8 @@ void transfer_claims(Report& report, const Table& a, const Flags& f, double cont
                p8k = a.number(long_row, "prefill [ms]"), t8k = a.number(long_row, link);
   std::ostringstream e, c;
   e << std::fixed << std::setprecision(2) << model << " on the " << f.sim_gpu << " roofline: 512 tokens prefill "
-    << p512 << " ms, KV over " << f.sim_link << " " << t512 << " ms (" << t512 / p512 << " of it); 8,192 tokens "
-    << p8k << " ms and " << t8k << " ms (" << t8k / p8k << ")";
+    << p512 << " ms, KV over " << f.sim_link << " " << t512 << " ms (" << t512 / p512 << " of it); 8,192 tokens " << p8k
+    << " ms and " << t8k << " ms (" << t8k / p8k << ")";
   c << std::fixed << std::setprecision(2) << "both grow with the prompt (the KV by its bytes per token, the prefill by "
     << "its FLOPs per token), so the transfer stays near " << t512 / p512
     << " of the prefill; it dominates only with a fixed cost per transfer above " << p512 - t512
@@ -197,9 +198,8 @@ void serving_claims(Report& report, const RealServing& real, const std::vector<P
           << rd;
     medians_held = medians_held && d.tpot_p50.median < c.tpot_p50.median;
     medians << (medians.tellp() > 0 ? "; " : "") << patterns[p].name << ": TPOT p50 colocated "
-            << c.tpot_p50.median * 1e3 << " ms (" << c.tpot_p50.min * 1e3 << "-" << c.tpot_p50.max * 1e3
-            << "), 1P1D " << d.tpot_p50.median * 1e3 << " ms (" << d.tpot_p50.min * 1e3 << "-"
-            << d.tpot_p50.max * 1e3 << ")";
+            << c.tpot_p50.median * 1e3 << " ms (" << c.tpot_p50.min * 1e3 << "-" << c.tpot_p50.max * 1e3 << "), 1P1D "
+            << d.tpot_p50.median * 1e3 << " ms (" << d.tpot_p50.min * 1e3 << "-" << d.tpot_p50.max * 1e3 << ")";
   }
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   record_claim(report,
@@ -210,7 +210,8 @@ void serving_claims(Report& report, const RealServing& real, const std::vector<P
                 .held = tails_held,
                 .evidence = tails.str(),
                 .cause = "the 1P1D decode worker's gaps vary as much without prefills: it shares this machine's " +
-                         std::to_string(cores) + " hardware threads with the prefill worker and the router, whose "
+                         std::to_string(cores) +
+                         " hardware threads with the prefill worker and the router, whose "
                          "work lands between its steps"});
   std::ostringstream cause;
   cause << std::fixed << std::setprecision(2) << "each 1P1D worker has " << threads << " thread(s) against the "
@@ -272,14 +273,15 @@ int main(int argc, char** argv) {
     report.add_table(a);
     const Table curve = transfer_vs_prefill(f);
     report.add_table(curve);
-    report.add_plot({.name = "transfer_vs_prefill",
-                     .table = curve.name,
-                     .x = "tokens",
-                     .y = curve.headers(1),
-                     .title = "Lab 07: " + f.sim_model + "'s prefill on the " + f.sim_gpu + " roofline vs its KV transfer",
-                     .xlabel = "prompt tokens",
-                     .ylabel = "ms",
-                     .logy = true});
+    report.add_plot(
+        {.name = "transfer_vs_prefill",
+         .table = curve.name,
+         .x = "tokens",
+         .y = curve.headers(1),
+         .title = "Lab 07: " + f.sim_model + "'s prefill on the " + f.sim_gpu + " roofline vs its KV transfer",
+         .xlabel = "prompt tokens",
+         .ylabel = "ms",
+         .logy = true});
     const Transfers transfers = measured_transfers(o, f, c, threads);
     report.add_table(transfers.table);
     const std::vector<Pattern> patterns = patterns_of(pattern_lengths(o.quick));
@@ -305,7 +307,8 @@ int main(int argc, char** argv) {
                   std::to_string(real.compared) +
                   " requests of (c) (the rest differ after a near-tie: the two sides' "
                   "reductions run on other thread counts and batch shapes, and are not batch-invariant)";
-    const auto held = std::count_if(report.claims().begin(), report.claims().end(), [](const Claim& x) { return x.held; });
+    const auto held =
+        std::count_if(report.claims().begin(), report.claims().end(), [](const Claim& x) { return x.held; });
     report.verdict("KV moved between separate processes with checksums equal on both sides; " + tokens + "; " +
                    std::to_string(held) + " of " + std::to_string(report.claims().size()) +
                    " claims held (listed above, each with its cause when not).");

@@ -217,9 +217,10 @@ RealServing colocated_vs_disaggregated(Report& report, const LabOptions& o, cons
   RealServing out;
   Table& t = out.table;
   t.name = "colocated_vs_disaggregated";
-  t.title = "(c) Colocated vs disaggregated 1P1D on the prefill/decode article's request patterns, real, this "
-            "machine, median of " +
-            std::to_string(f.serving_repeats) + " run(s)";
+  t.title =
+      "(c) Colocated vs disaggregated 1P1D on the prefill/decode article's request patterns, real, this "
+      "machine, median of " +
+      std::to_string(f.serving_repeats) + " run(s)";
   t.columns = {{"pattern"},          {"article suggests"}, {"serving"},          {"TTFT p50 [ms]", 1},
                {"TTFT p50 range"},   {"TTFT p99 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"TPOT p50 range"},
                {"TPOT p99 [ms]", 2}, {"tok/s", 1},         {"met SLO"},          {"goodput [req/s]", 2}};
@@ -269,8 +270,8 @@ RealServing colocated_vs_disaggregated(Report& report, const LabOptions& o, cons
     for (int repeat = 0; repeat < f.serving_repeats; ++repeat) {
       // Colocated: one engine with lab 06's switches and both workers' threads.
       Engine engine(*colocated, out.colocated_config);
-      const ServedRun run = serve_workload(engine, workload,
-                                           [&](Engine&, const StepStats& s, auto) { out.steps.push_back(timed_work(s)); });
+      const ServedRun run = serve_workload(
+          engine, workload, [&](Engine&, const StepStats& s, auto) { out.steps.push_back(timed_work(s)); });
       runs[0].push_back(summarize_requests(run.requests, slo));
       // Disaggregated: the same workload through the router, the KV moved between the workers.
       std::vector<ClientRequest> sent;

@@ -82,14 +82,15 @@ SimulatorCheck simulator_check(const LabOptions& o, const ModelConfig& c, int th
       const double ttft = r.ttft_p50.median, tpot = r.tpot_p50.median;
       const double e_ttft = 100 * (m.ttft.median - ttft) / ttft, e_tpot = 100 * (m.tpot.median - tpot) / tpot;
       abs_errors.insert(abs_errors.end(), {std::abs(e_ttft), std::abs(e_tpot)});
-      calib.add_row({patterns[p].name, std::string(split == 0 ? "colocated" : "1P1D"), ttft * 1e3,
-                     m.ttft.median * 1e3, e_ttft, tpot * 1e3, m.tpot.median * 1e3, e_tpot});
+      calib.add_row({patterns[p].name, std::string(split == 0 ? "colocated" : "1P1D"), ttft * 1e3, m.ttft.median * 1e3,
+                     e_ttft, tpot * 1e3, m.tpot.median * 1e3, e_tpot});
     }
   out.error = summarize(abs_errors);
   // A decode step of four requests at the longest prompt of (c): what half the threads cost a 1P1D decode worker.
   std::int64_t longest = 0;
   for (const std::vector<WorkloadRequest>& w : real.workloads)
-    for (const WorkloadRequest& x : w) longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(x.prompt_ids.size()));
+    for (const WorkloadRequest& x : w)
+      longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(x.prompt_ids.size()));
   const Work decode4 = step_work(c, here_dtypes, std::vector<SeqShape>(4, SeqShape{longest, 1}), 4);
   out.decode_step_colocated = fitted.predict(decode4);
   out.decode_step_worker = worker_cost.predict(decode4);
@@ -199,18 +200,17 @@ Claim strategy_claim(const PatternFleets& p, const SLO& slo) {
   check(suggested != nullptr, "table (e) has no fleet of the kind '", p.article_says, "'");
   std::ostringstream evidence, cause;
   evidence << std::fixed << std::setprecision(2) << "best: " << best.fleet << " " << best.goodput_per_gpu
-           << " req/s per GPU; best " << p.article_says << ": " << suggested->fleet << " "
-           << suggested->goodput_per_gpu << " req/s per GPU (bisection resolution "
-           << std::max(best.resolution, suggested->resolution) << ")";
+           << " req/s per GPU; best " << p.article_says << ": " << suggested->fleet << " " << suggested->goodput_per_gpu
+           << " req/s per GPU (bisection resolution " << std::max(best.resolution, suggested->resolution) << ")";
   // A tie within the bisection's resolution is a tie: neither rate is known more finely.
   const bool held =
       suggested->goodput_per_gpu + std::max(best.resolution, suggested->resolution) >= best.goodput_per_gpu;
   // Which limit the suggested fleet came nearer at the fixed load says which pool gave out first.
   const bool tpot_nearer = suggested->tpot_p50 / slo.tpot >= suggested->ttft_p50 / slo.ttft;
   cause << std::fixed << std::setprecision(1) << "at the fixed load " << suggested->fleet << " had TTFT p50 "
-        << suggested->ttft_p50 * 1e3 << " ms and TPOT p50 " << suggested->tpot_p50 * 1e3 << " ms against "
-        << best.fleet << "'s " << best.ttft_p50 * 1e3 << " and " << best.tpot_p50 * 1e3 << " ms (SLO "
-        << slo.ttft * 1e3 << " and " << slo.tpot * 1e3 << "): its "
+        << suggested->ttft_p50 * 1e3 << " ms and TPOT p50 " << suggested->tpot_p50 * 1e3 << " ms against " << best.fleet
+        << "'s " << best.ttft_p50 * 1e3 << " and " << best.tpot_p50 * 1e3 << " ms (SLO " << slo.ttft * 1e3 << " and "
+        << slo.tpot * 1e3 << "): its "
         << (tpot_nearer ? "decode steps reach the TPOT limit" : "prompts reach the TTFT limit")
         << " at a lower rate per GPU"
         << (tpot_nearer && suggested->strategy.starts_with("disaggregated")
@@ -244,17 +244,19 @@ Fleets simulated_fleets(Report& report, const LabOptions& o, const Flags& f, con
   whole.scheduler.enable_chunked_prefill = false;
   whole.scheduler.max_num_batched_tokens = 8192;
   const std::vector<Pattern> patterns = gpu_patterns();
-  const std::vector<FleetKind> kinds = {{{0, 2}, false}, {{0, 2}, true}, {{1, 1}}, {{0, 3}, false}, {{0, 3}, true},
-                                        {{2, 1}},        {{1, 2}},       {{0, 4}, false}, {{0, 4}, true}, {{3, 1}}};
+  const std::vector<FleetKind> kinds = {{{0, 2}, false}, {{0, 2}, true}, {{1, 1}}, {{0, 3}, false},
+                                        {{0, 3}, true},  {{2, 1}},       {{1, 2}}, {{0, 4}, false},
+                                        {{0, 4}, true},  {{3, 1}}};
   const SLO gpu_slo{f.sim_slo_ttft_ms / 1e3, f.sim_slo_tpot_ms / 1e3};
   Fleets out;
   Table& sim = out.table;
   sim.name = "simulated_fleets";
   sim.title = "(e) Simulated: " + g.name + " (bf16), one " + hw.name + " per instance, KV over " + gpu_link.name +
               ", colocated vs xPyD";
-  sim.columns = {{"pattern"},          {"article suggests"},        {"fleet (simulated)"}, {"GPUs"},
-                 {"req/s offered", 2}, {"TTFT p50 [ms]", 1},        {"TTFT p99 [ms]", 1},  {"TPOT p50 [ms]", 2},
-                 {"TPOT p99 [ms]", 2}, {"KV transfer p50 [ms]", 2}, {"met SLO [%]"},       {"goodput per GPU [req/s]", 3}};
+  sim.columns = {
+      {"pattern"},          {"article suggests"},        {"fleet (simulated)"}, {"GPUs"},
+      {"req/s offered", 2}, {"TTFT p50 [ms]", 1},        {"TTFT p99 [ms]", 1},  {"TPOT p50 [ms]", 2},
+      {"TPOT p99 [ms]", 2}, {"KV transfer p50 [ms]", 2}, {"met SLO [%]"},       {"goodput per GPU [req/s]", 3}};
   Progress sim_bar("simulated fleets", static_cast<long>(patterns.size() * kinds.size()));
   for (const Pattern& pattern : patterns) {
     PatternFleets& mine = out.patterns.emplace_back(PatternFleets{pattern.name, pattern.article_says, {}});
@@ -262,8 +264,9 @@ Fleets simulated_fleets(Report& report, const LabOptions& o, const Flags& f, con
     const auto serve = [&](const FleetKind& kind, int requests_per_gpu, const std::string& arrivals) {
       fleet.shape = kind.shape;
       fleet.colocated = kind.chunked ? chunked : whole;
-      return simulate_fleet(gpu_sim, fleet,
-                            gpu_workload(o, pattern, requests_per_gpu * kind.shape.num_instances(), arrivals, g.vocab_size));
+      return simulate_fleet(
+          gpu_sim, fleet,
+          gpu_workload(o, pattern, requests_per_gpu * kind.shape.num_instances(), arrivals, g.vocab_size));
     };
     // Serves @p kind at @p per_gpu_rate requests/s per GPU, sim_requests per GPU.
     const auto serve_at = [&](const FleetKind& kind, double per_gpu_rate) {
@@ -277,9 +280,8 @@ Fleets simulated_fleets(Report& report, const LabOptions& o, const Flags& f, con
       // DistServe's goodput: the highest rate per GPU at which 90% of requests meet the SLO, by bisection
       // below what this fleet serves with every request there at once (no higher rate is sustainable,
       // however short a run hides its queue).
-      double lo = 0,
-             hi = fleet_metrics(serve(kind, f.sim_requests, "all"), gpu_slo).requests_per_second /
-                  kind.shape.num_instances();
+      double lo = 0, hi = fleet_metrics(serve(kind, f.sim_requests, "all"), gpu_slo).requests_per_second /
+                          kind.shape.num_instances();
       for (int i = 0; i < (o.quick ? 5 : 10); ++i) {  // --quick: within 3% of the saturation rate
         const double mid = (lo + hi) / 2;
         const ServingMetrics at = fleet_metrics(serve_at(kind, mid), gpu_slo);
