@@ -30,6 +30,21 @@ std::string times(double ratio) {
   return s.str();
 }
 
+// "12.34 ms" for seconds.
+std::string ms(double seconds) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(2) << seconds * 1e3 << " ms";
+  return s.str();
+}
+
+// "TPOT p50: A100+A100 14.86 ms; decode on H100 9.99 ms (x1.49); prefill on H100 14.85 ms (x1.00)": a metric
+// of the all-A100 1P1D against two upgrades of it, each with how many times faster it is.
+std::string versus(const std::string& metric, double base, const std::string& a_name, double a,
+                   const std::string& b_name, double b) {
+  return metric + " p50: A100+A100 " + ms(base) + "; " + a_name + " " + ms(a) + " (" + times(base / a) + "); " +
+         b_name + " " + ms(b) + " (" + times(base / b) + ")";
+}
+
 // "+75%" or "-4%" for a ratio of 1.75 or 0.96.
 std::string percent(double ratio) {
   const long p = std::lround((ratio - 1) * 100);
@@ -117,56 +132,40 @@ Table gpu_upgrades(Report& report, const LabOptions& o, const Flags& f, const Li
 
   const Latency &aa = split[0][0], &ha = split[1][0], &ah = split[0][1], &hh2 = split[1][2], &h2h = split[2][1],
                 &hh = split[1][1];
-  std::ostringstream e1, e2, e3, e4;
-  e1 << std::fixed << std::setprecision(2) << "TPOT p50: A100+A100 " << aa.tpot * 1e3 << " ms; decode on H100 "
-     << ah.tpot * 1e3 << " ms (" << times(aa.tpot / ah.tpot) << "); prefill on H100 " << ha.tpot * 1e3 << " ms ("
-     << times(aa.tpot / ha.tpot) << ")";
-  record_claim(report,
-               {.id = "07.upgrade_decode_moves_tpot",
-                .source = "the prefill/decode article, 'find the bottleneck first'",
-                .statement = "replacing the decode pool's A100 with an H100 improves TPOT far more directly than "
-                             "replacing the prefill pool's (simulated)",
-                .held = aa.tpot / ah.tpot > 1.1 && aa.tpot / ah.tpot > 1.05 * (aa.tpot / ha.tpot),
-                .evidence = e1.str(),
-                .cause = "the decode GPU's step (" + times(aa.tpot / ah.tpot) +
-                         ") did not beat the prefill GPU's effect on TPOT (" + times(aa.tpot / ha.tpot) + ")"});
-  e2 << std::fixed << std::setprecision(1) << "TTFT p50: A100+A100 " << aa.ttft * 1e3 << " ms; prefill on H100 "
-     << ha.ttft * 1e3 << " ms (" << times(aa.ttft / ha.ttft) << "); decode on H100 " << ah.ttft * 1e3 << " ms ("
-     << times(aa.ttft / ah.ttft) << ")";
-  record_claim(report,
-               {.id = "07.upgrade_prefill_moves_ttft",
-                .source = "this lab",
-                .statement = "in a split fleet the prefill pool's GPU moves TTFT and the decode pool's does not "
-                             "(simulated)",
-                .held = aa.ttft / ha.ttft > 1.1 && std::abs(aa.ttft / ah.ttft - 1) < 0.05,
-                .evidence = e2.str(),
-                .cause = "TTFT moved with the decode GPU too: " + times(aa.ttft / ah.ttft)});
-  e3 << std::fixed << std::setprecision(2) << "H100 -> H200 (same 989 TFLOP/s, bandwidth x1.43): on the decode side "
-     << "TPOT " << hh.tpot * 1e3 << " -> " << hh2.tpot * 1e3 << " ms (" << times(hh.tpot / hh2.tpot)
-     << "); on the prefill side TTFT " << hh.ttft * 1e3 << " -> " << h2h.ttft * 1e3 << " ms ("
-     << times(hh.ttft / h2h.ttft) << ")";
-  record_claim(report,
-               {.id = "07.bandwidth_upgrade_helps_decode_only",
-                .source = "the KV cache article, section 5-4 (decode wants memory bandwidth, prefill FLOP/s)",
-                .statement = "more memory bandwidth at the same FLOP/s (H100 -> H200) shortens TPOT on the decode "
-                             "side and leaves TTFT within 5% on the prefill side (simulated)",
-                .held = hh.tpot / hh2.tpot > 1.05 && std::abs(hh.ttft / h2h.ttft - 1) < 0.05,
-                .evidence = e3.str(),
-                .cause = "a long prefill here is not compute-bound on the H100, or decode is not bandwidth-bound: "
-                         "see the ratios"});
-  e4 << std::fixed << std::setprecision(2) << "one step A100 -> H100: prefill " << times(prefill_a_to_h) << ", decode "
-     << times(decode_a_to_h) << "; colocated x2 A100 -> H100: TTFT " << times(colocated[0].ttft / colocated[1].ttft)
-     << ", TPOT " << times(colocated[0].tpot / colocated[1].tpot) << "; 1P1D decode-side upgrade: TPOT "
-     << times(aa.tpot / ah.tpot);
-  record_claim(report,
-               {.id = "07.agrees_with_lab03",
-                .source = "this lab, lab 03's GPU table",
-                .statement = "A100 -> H100 speeds one prefill step more than one decode step (as lab 03's table "
-                             "shows), yet only the decode pool's upgrade moves a split fleet's TPOT: a step's "
-                             "speedup reaches the metric its own pool sets",
-                .held = prefill_a_to_h > decode_a_to_h && aa.tpot / ah.tpot > aa.tpot / ha.tpot,
-                .evidence = e4.str(),
-                .cause = "on these roofs a decode step sped up at least as much as a prefill step"});
+  const double tpot_by_decode = aa.tpot / ah.tpot, tpot_by_prefill = aa.tpot / ha.tpot;
+  const double ttft_by_prefill = aa.ttft / ha.ttft, ttft_by_decode = aa.ttft / ah.ttft;
+  const double bandwidth_tpot = hh.tpot / hh2.tpot, bandwidth_ttft = hh.ttft / h2h.ttft;
+  const std::vector<Claim> claims = {
+      {"07.upgrade_decode_moves_tpot", "the prefill/decode article, 'find the bottleneck first'",
+       "replacing the decode pool's A100 with an H100 improves TPOT far more directly than replacing the prefill "
+       "pool's (simulated)",
+       tpot_by_decode > 1.1 && tpot_by_decode > 1.05 * tpot_by_prefill,
+       versus("TPOT", aa.tpot, "decode on H100", ah.tpot, "prefill on H100", ha.tpot),
+       "the decode GPU's faster steps did not move TPOT more than the prefill GPU did"},
+      {"07.upgrade_prefill_moves_ttft", "this lab",
+       "in a split fleet the prefill pool's GPU moves TTFT and the decode pool's does not (simulated)",
+       ttft_by_prefill > 1.1 && std::abs(ttft_by_decode - 1) < 0.05,
+       versus("TTFT", aa.ttft, "prefill on H100", ha.ttft, "decode on H100", ah.ttft),
+       "TTFT moved with the decode GPU too, or not with the prefill GPU"},
+      {"07.bandwidth_upgrade_helps_decode_only",
+       "the KV cache article, section 5-4 (decode wants memory bandwidth, prefill FLOP/s)",
+       "more memory bandwidth at the same FLOP/s (H100 -> H200) shortens TPOT on the decode side and leaves TTFT "
+       "within 5% on the prefill side (simulated)",
+       bandwidth_tpot > 1.05 && std::abs(bandwidth_ttft - 1) < 0.05,
+       "from H100+H100 (TPOT " + ms(hh.tpot) + ", TTFT " + ms(hh.ttft) + "): decode on H200, TPOT " + ms(hh2.tpot) +
+           " (" + times(bandwidth_tpot) + "); prefill on H200, TTFT " + ms(h2h.ttft) + " (" + times(bandwidth_ttft) +
+           ")",
+       "a long prefill is not compute-bound on the H100 here, or a decode step not bandwidth-bound"},
+      {"07.agrees_with_lab03", "this lab, lab 03's GPU table",
+       "A100 -> H100 speeds one prefill step more than one decode step (as lab 03's table shows), yet only the "
+       "decode pool's upgrade moves a split fleet's TPOT: a step's speedup reaches the metric its own pool sets",
+       prefill_a_to_h > decode_a_to_h && tpot_by_decode > tpot_by_prefill,
+       "one step A100 -> H100: prefill " + times(prefill_a_to_h) + ", decode " + times(decode_a_to_h) +
+           "; colocated x2 A100 -> H100: TTFT " + times(colocated[0].ttft / colocated[1].ttft) + ", TPOT " +
+           times(colocated[0].tpot / colocated[1].tpot) + "; 1P1D decode-side upgrade: TPOT " + times(tpot_by_decode),
+       "on these roofs a decode step sped up at least as much as a prefill step"},
+  };
+  for (const Claim& c : claims) record_claim(report, c);
   return t;
 }
 
