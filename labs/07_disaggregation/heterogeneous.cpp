@@ -284,12 +284,12 @@ Table paper_numbers(const Fleets& fleets, const Flags& f) {
   t.add_row({std::string("DistServe (OSDI 2024)"), std::string("12.6x tighter SLO at the same rate"),
              std::string("as above; the SLO scale at which 90% of requests still meet both limits"),
              times(tightest.slo) + " smaller SLO scale", tightest.pattern + ": " + tightest.slo_fleets});
-  t.add_row({std::string("Mooncake (FAST 2025)"), std::string("+75% requests on the same GPUs"),
+  t.add_row({std::string("Mooncake (arXiv 2407.00079)"), std::string("+75% requests on the same GPUs"),
              std::string("Kimi's production traffic (long contexts), KVCache-centric scheduling with prefix reuse "
                          "and a CPU/SSD KV pool"),
              percent(long_short.same_size_goodput) + " goodput",
              long_short.pattern + ": " + long_short.same_size_fleets});
-  t.add_row({std::string("Mooncake (FAST 2025)"), std::string("up to +525% throughput"),
+  t.add_row({std::string("Mooncake (arXiv 2407.00079)"), std::string("up to +525% throughput"),
              std::string("simulated long-context scenarios under SLOs, vs vLLM"), percent(most.goodput) + " at most",
              most.pattern + ": " + most.fleets});
   t.note = "Simulated, never measured: " + f.sim_model + " on " + f.sim_gpu +
