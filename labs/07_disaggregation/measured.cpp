@@ -42,24 +42,12 @@ struct Cluster {
     const std::vector<std::pair<std::string, std::string>> env{{"UCX_TLS", tls},
                                                                {"UCX_NET_DEVICES", tls == "tcp" ? "lo" : "all"}};
     for (const char* role : {"prefill", "decode"}) {
-      std::vector<std::string> argv{exe,
-                                    "worker",
-                                    "--role",
-                                    role,
-                                    "--router",
-                                    endpoint,
-                                    "--threads",
-                                    std::to_string(threads),
-                                    "--kv-transfer",
-                                    mode,
-                                    "--link",
-                                    link,
-                                    "--weights-seed",
-                                    std::to_string(o.seed),
-                                    "--num-blocks",
-                                    "2048",
-                                    "--dtype",
-                                    o.dtype};
+      std::vector<std::string> argv{exe, "worker", "--role", role, "--router", endpoint, "--threads",
+                                    std::to_string(threads), "--kv-transfer", mode, "--link", link, "--weights-seed",
+                                    std::to_string(o.seed), "--num-blocks", "2048",
+                                    // A prompt queued behind others on a loaded machine can wait past the
+                                    // worker's default 5 s for its KV; the lab waits as long for any request.
+                                    "--kv-timeout", std::to_string(kTimeout), "--dtype", o.dtype};
       argv.insert(argv.end(), engine_flags.begin(), engine_flags.end());
       if (layerwise) argv.push_back("--layerwise");
       if (o.model_dir.empty())
