@@ -40,16 +40,21 @@ using namespace servelab::disagg;
 
 namespace {
 
+// Adds --name, bound to @p value, showing its default.
+template <typename T>
+CLI::Option* shown(CLI::App& app, const std::string& name, T& value, const std::string& help) {
+  return app.add_option(name, value, help)->capture_default_str();
+}
+
 // Adds --name, bound to @p value and refused outside [lo, hi], showing its default.
 template <typename T>
 void ranged(CLI::App& app, const std::string& name, T& value, const std::string& help, double lo, double hi) {
-  app.add_option(name, value, help)->check(CLI::Range(lo, hi))->capture_default_str();
+  shown(app, name, value, help)->check(CLI::Range(lo, hi));
 }
 
 // Lab 07's flags on @p app, over the defaults in @p f.
 void add_flags(CLI::App& app, Flags& f) {
-  app.add_option("--servelab", f.exe, "the servelab executable that runs the router and workers")
-      ->capture_default_str();
+  shown(app, "--servelab", f.exe, "the servelab executable that runs the router and workers");
   ranged(app, "--prompt-len", f.prompt_len, "prompt tokens of the measured transfers", 1, 8192);
   ranged(app, "--requests", f.num_requests, "requests of the serving comparison", 1, 10000);
   ranged(app, "--serving-repeats", f.serving_repeats, "runs of each pattern in the serving comparison (1 with --quick)",
@@ -57,14 +62,11 @@ void add_flags(CLI::App& app, Flags& f) {
   ranged(app, "--rate", f.rate, "Poisson arrival rate of the serving comparison, requests/s", 0.01, 1e4);
   ranged(app, "--slo-ttft-ms", f.slo_ttft_ms, "goodput's TTFT limit", 1e-3, 1e7);
   ranged(app, "--slo-tpot-ms", f.slo_tpot_ms, "goodput's TPOT limit", 1e-3, 1e7);
-  app.add_option("--sim-model", f.sim_model, "simulated rows: model preset")->capture_default_str();
-  app.add_option("--sim-gpu", f.sim_gpu,
-                 "simulated rows: hardware datasheet entry (perf/hardware.h), one per instance; the prefill GPU of (g)")
-      ->capture_default_str();
-  app.add_option("--sim-decode-gpu", f.sim_decode_gpu, "simulated walk-through (g): the decode server's GPU")
-      ->capture_default_str();
-  app.add_option("--sim-link", f.sim_link, "simulated rows: the link each prefill instance sends KV over")
-      ->capture_default_str();
+  shown(app, "--sim-model", f.sim_model, "simulated rows: model preset");
+  shown(app, "--sim-gpu", f.sim_gpu,
+        "simulated rows: hardware datasheet entry (perf/hardware.h), one per instance; the prefill GPU of (g)");
+  shown(app, "--sim-decode-gpu", f.sim_decode_gpu, "simulated walk-through (g): the decode server's GPU");
+  shown(app, "--sim-link", f.sim_link, "simulated rows: the link each prefill instance sends KV over");
   ranged(app, "--sim-requests", f.sim_requests, "simulated rows: requests per GPU", 1, 100000);
   ranged(app, "--sim-budget", f.sim_budget, "simulated rows: colocated instances' max_num_batched_tokens (chunked)", 1,
          1 << 20);
