@@ -258,7 +258,7 @@ int main(int argc, char** argv) {
       f.prompt_len = std::min(f.prompt_len, 128);
       f.num_requests = std::min(f.num_requests, 4);
       if (app.count("--rate") == 0) f.rate = 20;  // real-time runs wait for arrivals: keep them short
-      if (app.count("--sim-requests") == 0) f.sim_requests = 20;
+      if (app.count("--sim-requests") == 0) f.sim_requests = 12;
       if (app.count("--serving-repeats") == 0) f.serving_repeats = 1;
     }
     check_sim_names(f);
