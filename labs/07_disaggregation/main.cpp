@@ -313,7 +313,7 @@ int main(int argc, char** argv) {
         std::count_if(report.claims().begin(), report.claims().end(), [](const Claim& x) { return x.held; });
     report.verdict("KV moved between separate processes with checksums equal on both sides; " + tokens + "; " +
                    std::to_string(held) + " of " + std::to_string(report.claims().size()) +
-                   " claims held (listed above, each with its cause when not).");
+                   " claims held; each gives its numbers, and its cause when it did not hold.");
     report.save();
   });
 }
