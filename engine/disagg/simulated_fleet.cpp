@@ -43,7 +43,18 @@ std::string FleetShape::describe() const {
 
 FleetRun simulate_fleet(const SimulatedModel& model, const FleetConfig& config,
                         const std::vector<WorkloadRequest>& workload) {
+  return simulate_fleet(model, model, config, workload);
+}
+
+FleetRun simulate_fleet(const SimulatedModel& prefill_model, const SimulatedModel& decode_model,
+                        const FleetConfig& config, const std::vector<WorkloadRequest>& workload) {
   const FleetShape& shape = config.shape;
+  const ModelConfig &p = prefill_model.config, &d = decode_model.config;
+  check(p.name == d.name && p.num_hidden_layers == d.num_hidden_layers && p.kv_dim() == d.kv_dim(),
+        "simulated fleet: the prefill and decode pools must serve the same model (", prefill_model.config.name, " vs ",
+        decode_model.config.name, ")");
+  check(shape.num_prefill > 0 || &prefill_model == &decode_model, "simulated fleet ", shape.describe(),
+        ": a colocated fleet has one kind of GPU, so one model");
   check(shape.num_decode >= 1 && shape.num_prefill >= 0, "simulated fleet ", shape.describe(),
         ": needs at least one decode (or colocated) instance and no negative count");
   check(config.link_bytes_per_second >= 0 && config.kv_bytes_per_token >= 0 && config.transfer_overhead_s >= 0,
@@ -55,7 +66,7 @@ FleetRun simulate_fleet(const SimulatedModel& model, const FleetConfig& config,
 
   if (shape.num_prefill == 0) {
     for (const Share& mine : round_robin(workload, shape.num_decode)) {
-      Engine engine(model, config.colocated);
+      Engine engine(decode_model, config.colocated);
       const std::vector<RequestTimes> times = drive(engine, mine);
       for (std::size_t k = 0; k < times.size(); ++k) run.times[mine.index[k]] = times[k];
     }
@@ -65,7 +76,7 @@ FleetRun simulate_fleet(const SimulatedModel& model, const FleetConfig& config,
   run.transfer_seconds.resize(workload.size());
   // 1. Prefill instances: each request wants the first token only.
   for (const Share& mine : round_robin(workload, shape.num_prefill)) {
-    Engine engine(model, config.prefill);
+    Engine engine(prefill_model, config.prefill);
     const auto first_token_only = [](Engine& e, const WorkloadRequest& w, std::size_t, double arrival) {
       return e.add_request(w.prompt_ids, SamplingParams{}, 1, {}, arrival);
     };
@@ -106,7 +117,7 @@ FleetRun simulate_fleet(const SimulatedModel& model, const FleetConfig& config,
     mine.index.push_back(by_ready[k]);
   }
   for (const Share& mine : decode_shares) {
-    Engine engine(model, config.decode);
+    Engine engine(decode_model, config.decode);
     // Arrival for TTFT is the request's arrival at the whole fleet; the KV's arrival is when its first token was made.
     const auto prefilled = [&](Engine& e, const WorkloadRequest& w, std::size_t k, double kv_ready) {
       return e.add_prefilled_request(w.prompt_ids, SamplingParams{}, w.max_tokens, 0, workload[mine.index[k]].arrival_s,

@@ -19,6 +19,10 @@
  * one after the other: all prefills, then the transfers, then all decodes.
  * A decode instance that runs out of blocks preempts and recomputes, as any
  * engine does; with a GPU's worth of KV that is rare.
+ *
+ * The two pools may run on different GPUs (a heterogeneous fleet: prefill on
+ * a compute-rich card, decode on a bandwidth-rich one), each pool with its
+ * own cost model and its own KV budget (FleetConfig::prefill and ::decode).
  */
 #pragma once
 
@@ -68,5 +72,18 @@ struct FleetRun {
  */
 FleetRun simulate_fleet(const SimulatedModel& model, const FleetConfig& config,
                         const std::vector<WorkloadRequest>& workload);
+
+/**
+ * @brief Serves @p workload on a heterogeneous xPyD fleet: the prefill
+ *        instances on @p prefill_model's cost model, the decode instances on
+ *        @p decode_model's (the same model shape on two kinds of GPU).
+ *
+ * A colocated shape has one kind of GPU: pass the same object twice.
+ * @throws Error as simulate_fleet(), when the two models' shapes differ (the
+ *         KV would not fit the other side's layout), or when a colocated shape
+ *         is given two different models.
+ */
+FleetRun simulate_fleet(const SimulatedModel& prefill_model, const SimulatedModel& decode_model,
+                        const FleetConfig& config, const std::vector<WorkloadRequest>& workload);
 
 }  // namespace servelab::disagg

@@ -13,9 +13,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "disagg/simulated_fleet.h"
 #include "lab07.h"
-#include "serving.h"
 
 namespace servelab::lab07 {
 
@@ -79,14 +77,23 @@ SimulatorCheck simulator_check(const LabOptions& o, const ModelConfig& c, int th
       const FleetRun run = simulate_fleet(split == 0 ? cpu_colocated : cpu_worker, cpu_fleet, real.workloads[p]);
       std::vector<const RequestTimes*> times;
       for (const RequestTimes& x : run.times) times.push_back(&x);
-      const ServingMetrics m = summarize_times(times, slo), &r = real.real[p][static_cast<std::size_t>(split)];
-      const double e_ttft = 100 * (m.ttft.median - r.ttft.median) / r.ttft.median,
-                   e_tpot = 100 * (m.tpot.median - r.tpot.median) / r.tpot.median;
+      const ServingMetrics m = summarize_times(times, slo);
+      const RealRow& r = real.real[p][static_cast<std::size_t>(split)];
+      const double ttft = r.ttft_p50.median, tpot = r.tpot_p50.median;
+      const double e_ttft = 100 * (m.ttft.median - ttft) / ttft, e_tpot = 100 * (m.tpot.median - tpot) / tpot;
       abs_errors.insert(abs_errors.end(), {std::abs(e_ttft), std::abs(e_tpot)});
-      calib.add_row({patterns[p].name, std::string(split == 0 ? "colocated" : "1P1D"), r.ttft.median * 1e3,
-                     m.ttft.median * 1e3, e_ttft, r.tpot.median * 1e3, m.tpot.median * 1e3, e_tpot});
+      calib.add_row({patterns[p].name, std::string(split == 0 ? "colocated" : "1P1D"), ttft * 1e3, m.ttft.median * 1e3,
+                     e_ttft, tpot * 1e3, m.tpot.median * 1e3, e_tpot});
     }
   out.error = summarize(abs_errors);
+  // A decode step of four requests at the longest prompt of (c): what half the threads cost a 1P1D decode worker.
+  std::int64_t longest = 0;
+  for (const std::vector<WorkloadRequest>& w : real.workloads)
+    for (const WorkloadRequest& x : w)
+      longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(x.prompt_ids.size()));
+  const Work decode4 = step_work(c, here_dtypes, std::vector<SeqShape>(4, SeqShape{longest, 1}), 4);
+  out.decode_step_colocated = fitted.predict(decode4);
+  out.decode_step_worker = worker_cost.predict(decode4);
   std::ostringstream n;
   n << std::fixed << std::setprecision(2) << "Cost model fitted to the " << real.steps.size()
     << " colocated steps of (c): " << fitted_formula(fitted, peak2, bandwidth2) << "; workers: fitted to "
@@ -100,26 +107,15 @@ SimulatorCheck simulator_check(const LabOptions& o, const ModelConfig& c, int th
   return out;
 }
 
-// (e) Seed 001's question at its scale, simulated: colocated against xPyD on the same number of GPUs, each
-// fleet's latencies at a fixed load and its goodput per GPU (DistServe's), so the split that pays shows per pattern.
-Fleets simulated_fleets(const LabOptions& o, const Flags& f, const Link& gpu_link, const Summary& calibration_error) {
-  const SimulatedGpu instance = simulated_gpu(f.sim_model, f.sim_gpu, f.sim_overhead_ms, "--sim-model");
-  const Hardware& hw = *instance.hardware;
-  const SimulatedModel& gpu_sim = instance.model;
-  const ModelConfig& g = gpu_sim.config;
-  FleetConfig fleet;
-  fleet.colocated.scheduler = {SchedulingPolicy::CONTINUOUS, 256, f.sim_budget, true, 0};
-  fleet.prefill.scheduler = {SchedulingPolicy::CONTINUOUS, 256, 8192, true,
-                             0};  // prefill throughput (the prefill/decode article: 8,192+)
-  fleet.decode.scheduler = {SchedulingPolicy::CONTINUOUS, 256, 8192, true, 0};
-  for (EngineConfig* e : {&fleet.colocated, &fleet.prefill, &fleet.decode}) {
-    e->kv_cache_memory = instance.kv_cache_memory;
-    e->log = silent;
-  }
-  fleet.link_bytes_per_second = gpu_link.bytes_per_second;
-  fleet.kv_bytes_per_token = kv_bytes_per_token(g, 2);
-  // Seed 001's thresholds: short prompts < 512 tokens, long > 2K; long outputs > 512.
-  const std::vector<Pattern> gpu_patterns = {
+const FleetResult& PatternFleets::best() const {
+  check(!fleets.empty(), "pattern ", pattern, ": no fleet ran");
+  return *std::max_element(fleets.begin(), fleets.end(), [](const FleetResult& a, const FleetResult& b) {
+    return a.goodput_per_gpu < b.goodput_per_gpu;
+  });
+}
+
+std::vector<Pattern> gpu_patterns() {
+  return {
       {"short prompt, short output", "continuous batching", LengthDist::uniform(128, 512), LengthDist::uniform(16, 64)},
       {"short prompt, long output", "chunked prefill", LengthDist::uniform(128, 512), LengthDist::uniform(512, 1024)},
       {"long prompt, short output", "disaggregated, more prefill", LengthDist::uniform(2048, 4096),
@@ -127,7 +123,130 @@ Fleets simulated_fleets(const LabOptions& o, const Flags& f, const Link& gpu_lin
       {"long prompt, long output", "disaggregated, even split", LengthDist::uniform(2048, 4096),
        LengthDist::uniform(512, 1024)},
   };
-  const std::vector<FleetShape> shapes = {{0, 2}, {1, 1}, {0, 3}, {2, 1}, {1, 2}, {0, 4}, {3, 1}};
+}
+
+FleetConfig gpu_fleet(const Flags& f, const SimulatedGpu& prefill_gpu, const SimulatedGpu& decode_gpu,
+                      const Link& link) {
+  FleetConfig fleet;
+  fleet.colocated.scheduler = {SchedulingPolicy::CONTINUOUS, 256, f.sim_budget, true, 0};
+  fleet.prefill.scheduler = {SchedulingPolicy::CONTINUOUS, 256, 8192, true,
+                             0};  // prefill throughput (the prefill/decode article: 8,192+)
+  fleet.decode.scheduler = {SchedulingPolicy::CONTINUOUS, 256, 8192, true, 0};
+  fleet.colocated.kv_cache_memory = decode_gpu.kv_cache_memory;
+  fleet.prefill.kv_cache_memory = prefill_gpu.kv_cache_memory;
+  fleet.decode.kv_cache_memory = decode_gpu.kv_cache_memory;
+  for (EngineConfig* e : {&fleet.colocated, &fleet.prefill, &fleet.decode}) e->log = silent;
+  fleet.link_bytes_per_second = link.bytes_per_second;
+  fleet.kv_bytes_per_token = kv_bytes_per_token(decode_gpu.model.config, 2);
+  return fleet;
+}
+
+std::vector<WorkloadRequest> gpu_workload(const LabOptions& o, const Pattern& pattern, int num_requests,
+                                          const std::string& arrivals, int vocab_size) {
+  WorkloadSpec spec;
+  spec.prompt_len = pattern.prompt;
+  spec.output_len = pattern.output;
+  spec.seed = o.seed;
+  spec.num_requests = num_requests;
+  spec.arrivals = parse_arrivals(arrivals, "--sim-load");
+  return make_workload(spec, vocab_size);
+}
+
+ServingMetrics fleet_metrics(const FleetRun& run, const SLO& slo) {
+  std::vector<const RequestTimes*> view;
+  for (const RequestTimes& x : run.times) view.push_back(&x);
+  return summarize_times(view, slo);
+}
+
+namespace {
+
+// The factor on both of @p slo's limits that 90% of @p run's requests meet: DistServe's "SLO scale", read at
+// one rate (a request's own factor is the larger of its TTFT and TPOT over their limits).
+double slo_scale(const FleetRun& run, const SLO& slo) {
+  std::vector<double> factors;
+  for (const RequestTimes& t : run.times) {
+    const double ttft = t.token_times.at(0) - t.arrival;
+    const double tpot = t.token_times.size() > 1
+                            ? (t.token_times.back() - t.token_times[0]) / static_cast<double>(t.token_times.size() - 1)
+                            : 0.0;
+    factors.push_back(std::max(ttft / slo.ttft, tpot / slo.tpot));
+  }
+  return percentile(factors, 90);
+}
+
+// The article's name for the kind of fleet @p shape with colocated instances chunking or not.
+std::string strategy_of(const FleetShape& shape, bool chunked) {
+  if (shape.num_prefill == 0) return chunked ? "chunked prefill" : "continuous batching";
+  if (shape.num_prefill == shape.num_decode) return "disaggregated, even split";
+  return shape.num_prefill > shape.num_decode ? "disaggregated, more prefill" : "disaggregated, more decode";
+}
+
+// One row of (e): a split, and whether its colocated instances chunk their prompts.
+struct FleetKind {
+  FleetShape shape;
+  bool chunked = true;
+  std::string describe() const {
+    if (shape.num_prefill > 0) return shape.describe();
+    return shape.describe() + (chunked ? ", chunked prefill" : ", continuous batching");
+  }
+};
+
+// The claim that the strategy the article suggests for @p p gives the best goodput per GPU among (e)'s fleets.
+Claim strategy_claim(const PatternFleets& p, const SLO& slo) {
+  const FleetResult& best = p.best();
+  const FleetResult* suggested = nullptr;
+  for (const FleetResult& r : p.fleets)
+    if (r.strategy == p.article_says && (!suggested || r.goodput_per_gpu > suggested->goodput_per_gpu)) suggested = &r;
+  check(suggested != nullptr, "table (e) has no fleet of the kind '", p.article_says, "'");
+  std::ostringstream evidence, cause;
+  evidence << std::fixed << std::setprecision(2) << "best: " << best.fleet << " " << best.goodput_per_gpu
+           << " req/s per GPU; best " << p.article_says << ": " << suggested->fleet << " " << suggested->goodput_per_gpu
+           << " req/s per GPU (bisection resolution " << std::max(best.resolution, suggested->resolution) << ")";
+  // A tie within the bisection's resolution is a tie: neither rate is known more finely.
+  const bool held =
+      suggested->goodput_per_gpu + std::max(best.resolution, suggested->resolution) >= best.goodput_per_gpu;
+  // Which limit the suggested fleet came nearer at the fixed load says which pool gave out first.
+  const bool tpot_nearer = suggested->tpot_p50 / slo.tpot >= suggested->ttft_p50 / slo.ttft;
+  cause << std::fixed << std::setprecision(1) << "at the fixed load " << suggested->fleet << " had TTFT p50 "
+        << suggested->ttft_p50 * 1e3 << " ms and TPOT p50 " << suggested->tpot_p50 * 1e3 << " ms against " << best.fleet
+        << "'s " << best.ttft_p50 * 1e3 << " and " << best.tpot_p50 * 1e3 << " ms (SLO " << slo.ttft * 1e3 << " and "
+        << slo.tpot * 1e3 << "): its "
+        << (tpot_nearer ? "decode steps reach the TPOT limit" : "prompts reach the TTFT limit")
+        << " at a lower rate per GPU"
+        << (tpot_nearer && suggested->strategy.starts_with("disaggregated")
+                ? ", because its decode pool carries every request's decode on fewer GPUs than the fleet has"
+                : "");
+  std::string id = "07.strategy_" + p.pattern;  // "07.strategy_long_prompt_short_output"
+  std::replace(id.begin(), id.end(), ' ', '_');
+  id.erase(std::remove(id.begin(), id.end(), ','), id.end());
+  return {.id = id,
+          .source = "the prefill/decode article, 'when to choose what' table",
+          .statement = p.pattern + ": " + p.article_says + " serves the most requests per GPU (simulated)",
+          .held = held,
+          .evidence = evidence.str(),
+          .cause = cause.str()};
+}
+
+}  // namespace
+
+// (e) The prefill/decode article's strategy table at its scale, simulated: colocated (continuous batching, and
+// chunked prefill) against xPyD on the same number of GPUs, each fleet's latencies at a fixed load and its goodput
+// per GPU (DistServe's), so the strategy that pays shows per pattern; a claim per pattern checks the article's.
+Fleets simulated_fleets(Report& report, const LabOptions& o, const Flags& f, const Link& gpu_link,
+                        const Summary& calibration_error) {
+  const SimulatedGpu instance = simulated_gpu(f.sim_model, f.sim_gpu, f.sim_overhead_ms, "--sim-model");
+  const Hardware& hw = *instance.hardware;
+  const SimulatedModel& gpu_sim = instance.model;
+  const ModelConfig& g = gpu_sim.config;
+  FleetConfig fleet = gpu_fleet(f, instance, instance, gpu_link);
+  const EngineConfig chunked = fleet.colocated;
+  EngineConfig whole = chunked;  // continuous batching: whole prompts, a budget that takes the longest
+  whole.scheduler.enable_chunked_prefill = false;
+  whole.scheduler.max_num_batched_tokens = 8192;
+  const std::vector<Pattern> patterns = gpu_patterns();
+  const std::vector<FleetKind> kinds = {{{0, 2}, false}, {{0, 2}, true}, {{1, 1}}, {{0, 3}, false},
+                                        {{0, 3}, true},  {{2, 1}},       {{1, 2}}, {{0, 4}, false},
+                                        {{0, 4}, true},  {{3, 1}}};
   const SLO gpu_slo{f.sim_slo_ttft_ms / 1e3, f.sim_slo_tpot_ms / 1e3};
   Fleets out;
   Table& sim = out.table;
@@ -135,56 +254,49 @@ Fleets simulated_fleets(const LabOptions& o, const Flags& f, const Link& gpu_lin
   sim.title = "(e) Simulated: " + g.name + " (bf16), one " + hw.name + " per instance, KV over " + gpu_link.name +
               ", colocated vs xPyD";
   sim.columns = {
-      {"pattern"},          {"seed 001 suggests"},       {"fleet (simulated)"}, {"GPUs"},
+      {"pattern"},          {"article suggests"},        {"fleet (simulated)"}, {"GPUs"},
       {"req/s offered", 2}, {"TTFT p50 [ms]", 1},        {"TTFT p99 [ms]", 1},  {"TPOT p50 [ms]", 2},
       {"TPOT p99 [ms]", 2}, {"KV transfer p50 [ms]", 2}, {"met SLO [%]"},       {"goodput per GPU [req/s]", 3}};
-  const auto metrics = [&](const FleetRun& run) {
-    std::vector<const RequestTimes*> view;
-    for (const RequestTimes& x : run.times) view.push_back(&x);
-    return summarize_times(view, gpu_slo);
-  };
-  Progress sim_bar("simulated fleets", static_cast<long>(gpu_patterns.size() * shapes.size()));
-  for (const Pattern& pattern : gpu_patterns) {
-    WorkloadSpec spec;
-    spec.prompt_len = pattern.prompt;
-    spec.output_len = pattern.output;
-    spec.seed = o.seed;
-    // Serves @p shape with @p requests_per_gpu requests per GPU arriving as @p arrivals says.
-    const auto serve = [&](const FleetShape& shape, int requests_per_gpu, const std::string& arrivals) {
-      spec.num_requests = requests_per_gpu * shape.num_instances();
-      spec.arrivals = parse_arrivals(arrivals, "--sim-load");
-      fleet.shape = shape;
-      return simulate_fleet(gpu_sim, fleet, make_workload(spec, g.vocab_size));
+  Progress sim_bar("simulated fleets", static_cast<long>(patterns.size() * kinds.size()));
+  for (const Pattern& pattern : patterns) {
+    PatternFleets& mine = out.patterns.emplace_back(PatternFleets{pattern.name, pattern.article_says, {}});
+    // Serves @p kind with @p requests_per_gpu requests per GPU arriving as @p arrivals says.
+    const auto serve = [&](const FleetKind& kind, int requests_per_gpu, const std::string& arrivals) {
+      fleet.shape = kind.shape;
+      fleet.colocated = kind.chunked ? chunked : whole;
+      return simulate_fleet(
+          gpu_sim, fleet,
+          gpu_workload(o, pattern, requests_per_gpu * kind.shape.num_instances(), arrivals, g.vocab_size));
     };
-    // Serves @p shape at @p per_gpu_rate requests/s per GPU, sim_requests per GPU.
-    const auto serve_at = [&](const FleetShape& shape, double per_gpu_rate) {
-      return serve(shape, f.sim_requests, "poisson:" + std::to_string(per_gpu_rate * shape.num_instances()));
+    // Serves @p kind at @p per_gpu_rate requests/s per GPU, sim_requests per GPU.
+    const auto serve_at = [&](const FleetKind& kind, double per_gpu_rate) {
+      return serve(kind, f.sim_requests, "poisson:" + std::to_string(per_gpu_rate * kind.shape.num_instances()));
     };
-    // The load: a fraction of what one colocated GPU serves when every request is there at once.
-    const double saturation = metrics(serve({0, 1}, f.sim_requests, "all")).requests_per_second;
-    double best = -1;
-    std::string best_shape;
-    for (const FleetShape& shape : shapes) {
-      const FleetRun run = serve_at(shape, f.sim_load * saturation);
-      const ServingMetrics m = metrics(run);
+    // The load: a fraction of what one colocated (chunked) GPU serves when every request is there at once.
+    const double saturation = fleet_metrics(serve({{0, 1}, true}, f.sim_requests, "all"), gpu_slo).requests_per_second;
+    for (const FleetKind& kind : kinds) {
+      const FleetRun run = serve_at(kind, f.sim_load * saturation);
+      const ServingMetrics m = fleet_metrics(run, gpu_slo);
       // DistServe's goodput: the highest rate per GPU at which 90% of requests meet the SLO, by bisection
       // below what this fleet serves with every request there at once (no higher rate is sustainable,
       // however short a run hides its queue).
-      double lo = 0, hi = metrics(serve(shape, f.sim_requests, "all")).requests_per_second / shape.num_instances();
+      double lo = 0, hi = fleet_metrics(serve(kind, f.sim_requests, "all"), gpu_slo).requests_per_second /
+                          kind.shape.num_instances();
       for (int i = 0; i < (o.quick ? 5 : 10); ++i) {  // --quick: within 3% of the saturation rate
         const double mid = (lo + hi) / 2;
-        const ServingMetrics at = metrics(serve_at(shape, mid));
+        const ServingMetrics at = fleet_metrics(serve_at(kind, mid), gpu_slo);
         (at.num_meeting_slo >= 0.9 * at.num_requests ? lo : hi) = mid;
       }
       const Cell transfer =
           run.transfer_seconds.empty() ? Cell{std::string("—")} : Cell{summarize(run.transfer_seconds).median * 1e3};
-      sim.add_row({pattern.name, pattern.seed_says, shape.describe(), static_cast<long long>(shape.num_instances()),
-                   f.sim_load * saturation * shape.num_instances(), m.ttft.median * 1e3, m.ttft.p99 * 1e3,
-                   m.tpot.median * 1e3, m.tpot.p99 * 1e3, transfer, 100.0 * m.num_meeting_slo / m.num_requests, lo});
-      if (lo > best) best = lo, best_shape = shape.describe();
+      const int gpus = kind.shape.num_instances();
+      sim.add_row({pattern.name, pattern.article_says, kind.describe(), static_cast<long long>(gpus),
+                   f.sim_load * saturation * gpus, m.ttft.median * 1e3, m.ttft.p99 * 1e3, m.tpot.median * 1e3,
+                   m.tpot.p99 * 1e3, transfer, 100.0 * m.num_meeting_slo / m.num_requests, lo});
+      mine.fleets.push_back({kind.describe(), strategy_of(kind.shape, kind.chunked), gpus, lo, hi - lo,
+                             slo_scale(run, gpu_slo), m.ttft.median, m.tpot.median});
       sim_bar.advance();
     }
-    out.winners.push_back(pattern.name + ": " + best_shape);
   }
   std::ostringstream n;
   n << "Simulated, never measured: the engine's scheduler on " << gpu_sim.cost.label << " roofs plus "
@@ -194,11 +306,14 @@ Fleets simulated_fleets(const LabOptions& o, const Flags& f, const Link& gpu_lin
     << "% of one colocated GPU's saturation rate per GPU. SLO: TTFT <= " << f.sim_slo_ttft_ms
     << " ms, TPOT <= " << f.sim_slo_tpot_ms
     << " ms; goodput per GPU is DistServe's: the highest Poisson rate per GPU at which 90% of "
-    << "requests meet both (bisection). Colocated: chunked prefill, budget " << f.sim_budget
-    << "; prefill instances: budget 8192. Best goodput per GPU: ";
-  for (std::size_t i = 0; i < out.winners.size(); ++i) n << (i ? "; " : "") << out.winners[i];
+    << "requests meet both (bisection). Continuous batching: whole prompts, budget 8192; chunked prefill: budget "
+    << f.sim_budget << "; prefill instances: budget 8192. Best goodput per GPU: ";
+  for (std::size_t i = 0; i < out.patterns.size(); ++i)
+    n << (i ? "; " : "") << out.patterns[i].pattern << ": " << out.patterns[i].best().fleet;
   n << ".";
   sim.note = n.str();
+  report.add_table(sim);
+  for (const PatternFleets& p : out.patterns) record_claim(report, strategy_claim(p, gpu_slo));
   return out;
 }
 

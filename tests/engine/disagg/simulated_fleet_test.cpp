@@ -14,10 +14,12 @@
 namespace servelab::disagg {
 namespace {
 
-SimulatedModel llama_on_h100() {
-  return {preset("llama-3-8b"), CostModel::for_hardware(gpu("H100 SXM"), 0.002),
+SimulatedModel llama_on(const std::string& gpu_name) {
+  return {preset("llama-3-8b"), CostModel::for_hardware(gpu(gpu_name), 0.002),
           StepDtypes{DType::BF16, DType::BF16, DType::BF16}};
 }
+
+SimulatedModel llama_on_h100() { return llama_on("H100 SXM"); }
 
 FleetConfig fleet(FleetShape shape) {
   FleetConfig f;
@@ -106,9 +108,35 @@ TEST_CASE("a request of one token is done at prefill, and more prefill instances
   CHECK(last_three < last_one);
 }
 
+TEST_CASE("a heterogeneous 1P1D: the prefill GPU sets the first token, the decode GPU the gaps after it", "[disagg]") {
+  const SimulatedModel a100 = llama_on("A100 80GB SXM"), h100 = llama_on_h100();
+  const std::vector<WorkloadRequest> w = {request(0, 2048, 4)};
+  const FleetConfig f = fleet({1, 1});
+  const FleetRun aa = simulate_fleet(a100, a100, f, w), ha = simulate_fleet(h100, a100, f, w),
+                 ah = simulate_fleet(a100, h100, f, w);
+  const double transfer = 268435456.0 / 25e9;
+  const double prefill_a100 = a100.cost.predict(step_work(a100.config, a100.dtypes, {{0, 2048}}, 1)),
+               prefill_h100 = h100.cost.predict(step_work(h100.config, h100.dtypes, {{0, 2048}}, 1));
+  const double decode_h100 = h100.cost.predict(step_work(h100.config, h100.dtypes, {{2048, 1}}, 1));
+  // The first token: the prefill GPU's step and the link, whichever GPU decodes.
+  CHECK(aa.times[0].token_times[0] == Approx(prefill_a100 + transfer));
+  CHECK(ah.times[0].token_times[0] == Approx(prefill_a100 + transfer));
+  CHECK(ha.times[0].token_times[0] == Approx(prefill_h100 + transfer));
+  // The gaps after it: the decode GPU's steps, whichever GPU prefilled.
+  const auto gap = [](const FleetRun& r) { return r.times[0].token_times[1] - r.times[0].token_times[0]; };
+  CHECK(gap(ah) == Approx(decode_h100));
+  CHECK(gap(ha) == Approx(gap(aa)));
+  CHECK(gap(ah) < gap(aa));
+}
+
 TEST_CASE("simulated fleets and prefilled requests refuse what they cannot serve", "[disagg]") {
   const SimulatedModel sim = llama_on_h100();
   REQUIRE_ERROR_MENTIONS(simulate_fleet(sim, fleet({1, 0}), {request(0, 8, 2)}), "decode");
+  const SimulatedModel a100 = llama_on("A100 80GB SXM");
+  REQUIRE_ERROR_MENTIONS(simulate_fleet(a100, sim, fleet({0, 2}), {request(0, 8, 2)}), "one kind of GPU");
+  SimulatedModel other = a100;
+  other.config = preset("llama-3-70b");
+  REQUIRE_ERROR_MENTIONS(simulate_fleet(other, sim, fleet({1, 1}), {request(0, 8, 2)}), "same model");
   FleetConfig f = fleet({1, 1});
   f.link_bytes_per_second = -1;
   REQUIRE_ERROR_MENTIONS(simulate_fleet(sim, f, {request(0, 8, 2)}), "link rate");
