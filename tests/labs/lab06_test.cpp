@@ -137,16 +137,18 @@ TEST_CASE("lab 06 --quick splits the long prompt and keeps every token", "[lab06
 }
 
 TEST_CASE("lab 06 refuses bad flags with one error naming the flag", "[lab06]") {
-  const std::string lab = LAB06_EXE;
-  test::check_refused(lab + " --quick --budgets 0 --out /tmp", "--budgets");
-  test::check_refused(lab + " --quick --long-prompt 100000 --out /tmp", "--long-prompt");
-  test::check_refused(lab + " --quick --long-prompts 0 --out /tmp", "--long-prompts");
-  test::check_refused(lab + " --quick --slo-tbt-ms 0 --out /tmp", "--slo-tbt-ms");
-  test::check_refused(lab + " --quick --gpu B200 --out /tmp", "B200");
-  test::check_refused(lab + " --quick --gpu-rate 0 --out /tmp", "--gpu-rate");
-  test::check_refused(lab + " --quick --long-prefill-token-threshold -1 --out /tmp", "--long-prefill-token-threshold");
-  test::check_refused(lab + " --quick --long-prefill-token-threshold 1.5 --out /tmp", "--long-prefill-token-threshold");
-  test::check_refused(lab + " --quick --long-context-prompt 9000 --out /tmp", "--long-context-prompt");
+  const std::pair<const char*, const char*> refused[] = {
+      {"--budgets 0", "--budgets"},
+      {"--long-prompt 100000", "--long-prompt"},
+      {"--long-prompts 0", "--long-prompts"},
+      {"--slo-tbt-ms 0", "--slo-tbt-ms"},
+      {"--gpu B200", "B200"},
+      {"--gpu-rate 0", "--gpu-rate"},
+      {"--long-prefill-token-threshold -1", "--long-prefill-token-threshold"},
+      {"--long-prefill-token-threshold 1.5", "--long-prefill-token-threshold"},
+      {"--long-context-prompt 9000", "--long-context-prompt"}};
+  for (const auto& [flags, message] : refused)
+    test::check_refused(std::string(LAB06_EXE) + " --quick " + flags + " --out /tmp", message);
 }
 
 TEST_CASE("servelab serve checks --long-prefill-token-threshold before it serves", "[lab06]") {
