@@ -91,7 +91,8 @@ struct StepCostLine {
   double fixed_share(int tokens) const { return fixed / (fixed + per_token * tokens); }
 };
 
-/// Fits StepCostLine to (scheduled tokens, seconds) of @p steps; @throws Error with fewer than 2 distinct sizes.
+/// Fits StepCostLine to (scheduled tokens, seconds) of @p steps by least squares with fixed >= 0;
+/// @throws Error with fewer than 2 distinct sizes.
 StepCostLine fit_step_cost(const std::vector<std::pair<int, double>>& steps);
 
 /// Table 0: the KV cache article's 1,000-token prompt split by this engine's scheduler.

@@ -31,8 +31,11 @@ StepCostLine fit_step_cost(const std::vector<std::pair<int, double>>& steps) {
     sizes.insert(tokens);
   }
   check(sizes.size() >= 2, "lab 06: a step cost line needs steps of at least two sizes, got ", sizes.size());
-  const double per_token = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-  return {.fixed = (sy - per_token * sx) / n, .per_token = per_token};
+  const double per_token = (n * sxy - sx * sy) / (n * sxx - sx * sx), fixed = (sy - per_token * sx) / n;
+  // A negative intercept (steps that grow faster than linearly, e.g. attention over long chunks) is no fixed
+  // cost: the best line with fixed >= 0 then goes through the origin.
+  if (fixed < 0) return {.fixed = 0, .per_token = sxy / sxx};
+  return {.fixed = fixed, .per_token = per_token};
 }
 
 // 0. The KV cache article's walk-through on this engine's scheduler: a 1,000-token prompt beside 4 decodes with
