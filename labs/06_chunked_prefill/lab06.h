@@ -170,9 +170,16 @@ std::vector<std::pair<bool, int>> gpu_configs(const std::vector<int>& sweep);
 /// 4. The GPU workload served by each configuration at one rate, both readings of the SLO side by side.
 Table gpu_simulated(const GpuScale& g, const Flags& f);
 
-/// One configuration's capacity, req/s: the highest Poisson rate at which it meets @p slo.
-/// @param by_itl true: TTFT p99 and ITL p99 (Sarathi-Serve); false: TTFT p99 and TPOT p99 (vLLM's TPOT).
-double capacity_of(const GpuScale& g, EngineConfig e, const WorkloadSpec& spec, const LatencySLO& slo, bool by_itl);
+/// One configuration's capacities, req/s: the highest Poisson rates at which it meets the SLO in each reading.
+struct Capacities {
+  double itl = 0;   ///< TTFT p99 and ITL p99 within the SLO (Sarathi-Serve)
+  double tpot = 0;  ///< TTFT p99 and TPOT p99 within the SLO (vLLM's TPOT); 0 unless asked for
+};
+
+/// Capacities of @p e on @p spec under @p slo, by bisection below the saturation throughput, to 1/256 of it
+/// (0 when even that rate fails); the TPOT reading only when @p with_tpot.
+Capacities capacity_of(const GpuScale& g, EngineConfig e, const WorkloadSpec& spec, const LatencySLO& slo,
+                       bool with_tpot);
 
 /// Table 5 and the best chunked budget it found.
 struct Capacity {
