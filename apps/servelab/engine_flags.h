@@ -25,6 +25,7 @@ struct EngineFlags : ModelFlags {
   int max_num_seqs = 16;                ///< --max-num-seqs
   int max_num_batched_tokens = 2048;    ///< --max-num-batched-tokens
   bool enable_chunked_prefill = false;  ///< --enable-chunked-prefill
+  int long_prefill_token_threshold = 0;  ///< --long-prefill-token-threshold: most tokens of one request per step
   int block_size = 16;                  ///< --block-size
   std::size_t kv_cache_memory = 0;      ///< --kv-cache-memory, bytes; 0 = max-num-seqs sequences of max-model-len
   double gpu_memory_utilization = 0;    ///< --gpu-memory-utilization (CUDA)
@@ -34,7 +35,10 @@ struct EngineFlags : ModelFlags {
 /// Registers the model flags and the engine flags on @p app; --model and --preset exclude each other.
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 
-/// The engine configuration the flags describe (continuous batching; checked by the Engine).
+/**
+ * @brief The engine configuration the flags describe (continuous batching; checked by the Engine).
+ * @throws Error naming --long-prefill-token-threshold when it is negative, or set without --enable-chunked-prefill.
+ */
 EngineConfig engine_config(const EngineFlags& flags);
 
 }  // namespace servelab::cli

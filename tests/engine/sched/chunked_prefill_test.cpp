@@ -29,7 +29,7 @@ SchedulerConfig chunked(int budget, int threshold, int max_num_seqs = 16) {
 
 }  // namespace
 
-TEST_CASE("the seed's 1000-token prompt with budget 512 and 256-token chunks is prefilled 256 256 256 232",
+TEST_CASE("the KV cache article's 1000-token prompt with budget 512 and 256-token chunks is prefilled 256 256 256 232",
           "[chunked]") {
   Sim sim(chunked(512, 256), 128, 16);
   sim.add(1000, 2);  // A
