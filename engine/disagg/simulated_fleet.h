@@ -22,7 +22,7 @@
  *
  * The two pools may run on different GPUs (a heterogeneous fleet: prefill on
  * a compute-rich card, decode on a bandwidth-rich one), each pool with its
- * own cost model and its own KV budget (FleetConfig::prefill and ::decode).
+ * own cost model and its own KV budget (FleetConfig::prefill and FleetConfig::decode).
  */
 #pragma once
 

@@ -141,8 +141,8 @@ Table calibration(const Model& model, const LabConfig& base, const std::vector<W
 /// The same experiments at GPU scale: simulated, never measured. The rungs over a GPU's base (blocks of 16,
 /// its KV memory), the GPU workload, and the one SLO every simulated table judges by.
 struct GpuScale {
-  SimulatedGpu gpu;
-  WorkloadSpec spec;  ///< --gpu-prompt-len-dist and --gpu-output-len-dist, --gpu-requests at --gpu-rate
+  SimulatedGpu gpu{};
+  WorkloadSpec spec{};  ///< --gpu-prompt-len-dist and --gpu-output-len-dist, --gpu-requests at --gpu-rate
   LabConfig base{};
   LatencySLO slo{};  ///< --gpu-slo-*: what meets-SLO, capacity and goodput all use
 
@@ -153,9 +153,9 @@ struct GpuScale {
   RunLatency simulate(const EngineConfig& e, const std::vector<WorkloadRequest>& requests, const LatencySLO& by) const {
     return simulate_serving(gpu.model, e, requests, by);
   }
-  /// @p spec's workload with Poisson arrivals at @p rate requests/s, simulated on @p e and judged by @p by.
-  RunLatency at_rate(const EngineConfig& e, const WorkloadSpec& spec, double rate, const LatencySLO& by) const {
-    WorkloadSpec r = spec;
+  /// @p workload with Poisson arrivals at @p rate requests/s, simulated on @p e and judged by @p by.
+  RunLatency at_rate(const EngineConfig& e, const WorkloadSpec& workload, double rate, const LatencySLO& by) const {
+    WorkloadSpec r = workload;
     r.arrivals = parse_arrivals("poisson:" + plain_number(rate), "--gpu-rate");
     return simulate(e, make_workload(r, gpu.model.config.vocab_size), by);
   }

@@ -240,7 +240,7 @@ Table paper_numbers(const Fleets& fleets, const Flags& f) {
   // Over (e)'s patterns: the best disaggregated fleet's gain in goodput per GPU over the best colocated one; over
   // the best colocated fleet of as many GPUs, its gain in goodput and its SLO scale at the fixed load.
   struct Gain {
-    std::string pattern, fleets, same_size_fleets, slo_fleets;
+    std::string pattern{}, fleets{}, same_size_fleets{}, slo_fleets{};
     double goodput = 0, same_size_goodput = 0, slo = 0;
   };
   std::vector<Gain> gains;

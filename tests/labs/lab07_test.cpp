@@ -71,7 +71,7 @@ TEST_CASE("lab 07 --quick prints its tables: (b)-(c) from real transfers, (d)-(h
   REQUIRE(f["rows"].size() == 9 + 3);
   // Rows 0..8 are prefill-major: the same decode GPU gives the same TPOT whichever GPU prefilled (simulated).
   const auto tpot = [&](int row) { return f["rows"][row][test::column(f, "TPOT p50 [ms]")].get<double>(); };
-  for (int d = 0; d < 3; ++d) CHECK(tpot(d) == Approx(tpot(3 + d)).epsilon(0.02));
+  for (int gpu = 0; gpu < 3; ++gpu) CHECK(tpot(gpu) == Approx(tpot(3 + gpu)).epsilon(0.02));
   CHECK_THAT(test::table(results, "summarisation_walkthrough")["title"].get<std::string>(),
              Catch::Contains("8,000-token"));
   REQUIRE(test::table(results, "paper_numbers")["rows"].size() == 4);
