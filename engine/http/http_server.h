@@ -38,7 +38,9 @@ struct ServerConfig {
   int port = 8000;                       ///< --port: 0 = any free port (start() returns it)
   std::string api_key;                   ///< --api-key: when set, /v1/* needs `Authorization: Bearer <key>`
   std::size_t max_body_bytes = 1 << 20;  ///< larger request bodies get 413
-  int handler_threads = 128;             ///< concurrent connections served (each stream holds one thread)
+  int handler_threads = 128;  ///< --max-connections: connections served at once (each holds a thread); more get 503
+  double request_read_timeout_s =
+      10;  ///< --request-read-timeout: a whole request (headers and body) must arrive within it, seconds
 };
 
 /// What the server knows about the model besides the engine.
@@ -67,7 +69,8 @@ class OpenAIServer {
    * @throws Error naming --host and --port when the address cannot be bound.
    */
   int start();
-  /// Stops accepting connections and waits for the handlers. Streams still open end when the engine loop aborts them.
+  /// Stops accepting connections, closes idle and half-sent ones, and waits for the handlers.
+  /// Streams still open end when the engine loop aborts them.
   void stop();
 
  private:
