@@ -136,6 +136,8 @@ class ConnectionStream final : public httplib::Stream {
     budget_ = max_bytes;
     over_budget_ = false;
   }
+  /// The headers have been read: the body may take @p max_bytes more (on the wire, chunk framing included).
+  void begin_body(std::size_t max_bytes) { budget_ = max_bytes; }
   /// The request has been read whole (a route handler runs): the deadline and the byte budget stop counting.
   void end_reading() { reading_ = false; }
   /// The request's bytes went past the budget given to begin_request().
@@ -252,8 +254,10 @@ class GuardedServer : public httplib::Server {
  public:
   /// Spare pool threads beyond the cap: they only answer 503 and close.
   static constexpr int kRejectThreads = 4;
-  /// Bytes a request may take beyond its body: the request line and headers.
+  /// Bytes the request line and headers may take.
   static constexpr std::size_t kHeaderBytes = 64 << 10;
+  /// Bytes a body may take on the wire beyond --max-body-bytes: a chunked body's framing.
+  static constexpr std::size_t kFramingBytes = 16 << 10;
 
   GuardedServer(const ServerConfig& config, std::string busy_body)
       : config_(config), busy_body_(std::move(busy_body)) {}
@@ -275,7 +279,7 @@ class GuardedServer : public httplib::Server {
     bool ok = true;
     // As cpp-httplib's own loop: keep-alive for 2 s idle and at most 5 requests, here on one buffer.
     for (int left = 5; left > 0 && !stopping_ && strm.wait_for_request(2.0); --left) {
-      strm.begin_request(config_.request_read_timeout_s, config_.max_body_bytes + kHeaderBytes);
+      strm.begin_request(config_.request_read_timeout_s, kHeaderBytes);
       bool closed = false;
       ok = process_request(strm, left == 1, closed, nullptr);
       // A request cut short or over its budget leaves unread bytes: the connection cannot go on.
@@ -452,6 +456,8 @@ struct OpenAIServer::Impl {
     const int threads = config.handler_threads + GuardedServer::kRejectThreads;
     http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      // Called between the headers and the body: the budget that bounds a chunked body, on every path.
+      if (current_connection) current_connection->begin_body(config.max_body_bytes + GuardedServer::kFramingBytes);
       if (config.api_key.empty() || !req.path.starts_with("/v1/")) return httplib::Server::HandlerResponse::Unhandled;
       if (req.get_header_value("Authorization") == "Bearer " + config.api_key)
         return httplib::Server::HandlerResponse::Unhandled;
