@@ -101,8 +101,7 @@ Command add_serve_command(CLI::App& app) {
   command->add_option("--api-key", a->server.api_key, "require `Authorization: Bearer KEY` on /v1/*")
       ->check(CLI::Validator(
           [](const std::string& key) {
-            return key.empty() ? "--api-key is empty, which would turn authentication off; give a key or omit the flag"
-                               : "";
+            return key.empty() ? "empty, which would turn authentication off; give a key or omit the flag" : "";
           },
           "KEY"));
   command->add_option("--served-model-name", a->served_model_name,
