@@ -254,6 +254,10 @@ class GuardedServer : public httplib::Server {
  public:
   /// Spare pool threads beyond the cap: they only answer 503 and close.
   static constexpr int kRejectThreads = 4;
+  /// A keep-alive connection closes after this long without a request, seconds (cpp-httplib's setting was 2).
+  static constexpr double kKeepAliveIdleSeconds = 2.0;
+  /// ... or after this many requests (cpp-httplib's default).
+  static constexpr int kKeepAliveRequests = 5;
   /// Bytes the request line and headers may take.
   static constexpr std::size_t kHeaderBytes = 64 << 10;
   /// Bytes a body may take on the wire beyond --max-body-bytes: a chunked body's framing.
@@ -277,8 +281,8 @@ class GuardedServer : public httplib::Server {
     ConnectionStream strm(sock, stopping_);
     current_connection = &strm;
     bool ok = true;
-    // As cpp-httplib's own loop: keep-alive for 2 s idle and at most 5 requests, here on one buffer.
-    for (int left = 5; left > 0 && !stopping_ && strm.wait_for_request(2.0); --left) {
+    for (int left = kKeepAliveRequests; left > 0 && !stopping_ && strm.wait_for_request(kKeepAliveIdleSeconds);
+         --left) {
       strm.begin_request(config_.request_read_timeout_s, kHeaderBytes);
       bool closed = false;
       ok = process_request(strm, left == 1, closed, nullptr);
@@ -452,7 +456,6 @@ struct OpenAIServer::Impl {
 
   void routes() {
     http.set_payload_max_length(config.max_body_bytes);
-    http.set_keep_alive_timeout(2);
     const int threads = config.handler_threads + GuardedServer::kRejectThreads;
     http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {

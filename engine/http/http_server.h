@@ -10,7 +10,11 @@
  *  GET  /health                200 while serving
  *  GET  /metrics               Prometheus text (http/prometheus.h)
  * @endverbatim
- * Each connection runs on one of cpp-httplib's handler threads; a handler
+ * Each connection runs on one of cpp-httplib's handler threads, at most
+ * --max-connections at once (more get 503), through a stream of the server's
+ * own that bounds what cpp-httplib 0.11 leaves open: a deadline for each whole
+ * request, a byte budget that holds for chunked bodies, pipelined requests
+ * kept in one buffer, TCP_NODELAY, and a stop that cuts idle connections. A handler
  * checks the request (http/openai_protocol.h), tokenizes it, hands it to
  * the engine loop (http/engine_loop.h) and writes tokens as they arrive.
  * A streaming client that goes away is noticed at the next write (or when
