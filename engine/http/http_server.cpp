@@ -273,9 +273,10 @@ class GuardedServer : public httplib::Server {
   bool process_and_close_socket(socket_t sock) override {
     const int one = 1;
     ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // no 40 ms Nagle + delayed-ACK stall on keep-alive
-    if (stopping_ || active_.fetch_add(1) >= config_.handler_threads) {
-      if (!stopping_) active_.fetch_sub(1);
-      reject(sock);
+    const bool full = active_.fetch_add(1) >= config_.handler_threads;
+    if (full || stopping_) {
+      active_.fetch_sub(1);
+      reject(sock, full ? busy_body_ : closing_body_);
       return true;
     }
     ConnectionStream strm(sock, stopping_);
@@ -298,10 +299,10 @@ class GuardedServer : public httplib::Server {
 
  private:
   // 503 and close, without reading the request: a client learns the server is full at once.
-  void reject(socket_t sock) const {
+  void reject(socket_t sock, const std::string& body) const {
     const std::string response =
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
-        std::to_string(busy_body_.size()) + "\r\nConnection: close\r\n\r\n" + busy_body_;
+        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
     ::send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     ::shutdown(sock, SHUT_WR);
     // Draining what the client sent keeps the kernel from answering it with a reset that could
@@ -317,6 +318,7 @@ class GuardedServer : public httplib::Server {
 
   const ServerConfig& config_;
   const std::string busy_body_;
+  const std::string closing_body_ = error_object(503, "the server is shutting down").dump();
   std::atomic<int> active_{0};
   std::atomic<bool> stopping_{false};
 };
