@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -103,6 +104,12 @@ int run_bench_serve(BenchArgs& a) {
     out << bench_result_json(result, a.client, labels).dump(2) << "\n";
     check(out.good(), a.result_filename, ": cannot write the result JSON");
     std::cerr << "bench serve: wrote " << a.result_filename << "\n";
+  }
+  // A run whose requests failed is a failed run, whatever the block above shows.
+  if (const BenchRequestResult* failed = first_failure(result)) {
+    const auto n = std::count_if(result.requests.begin(), result.requests.end(),
+                                 [](const BenchRequestResult& r) { return !r.success && !r.disconnected; });
+    fail("bench serve: ", n, " of ", result.requests.size(), " requests failed; the first: ", failed->error);
   }
   return 0;
 }

@@ -56,6 +56,15 @@ int run_serve(const ServeArgs& a) {
   }
   Engine engine(*model, engine_config(a.engine));
   served.max_model_len = engine.config().max_model_len;
+  // A KV pool that cannot hold one max_model_len sequence would refuse every request that leaves max_tokens
+  // to the server: serve (and advertise) the length that fits.
+  const long kv_tokens = static_cast<long>(engine.num_blocks()) * engine.config().block_size;
+  if (kv_tokens < served.max_model_len) {
+    std::cerr << "servelab serve: max_model_len lowered from " << served.max_model_len << " to " << kv_tokens
+              << ": the KV cache holds " << engine.num_blocks() << " blocks of " << engine.config().block_size
+              << " tokens (raise --kv-cache-memory or lower --max-model-len)\n";
+    served.max_model_len = static_cast<int>(kv_tokens);
+  }
   EngineLoop loop(engine);
   OpenAIServer server(loop, served, a.server);
   const int port = server.start();
@@ -64,7 +73,9 @@ int run_serve(const ServeArgs& a) {
             << ", " << (served.tokenizer ? "text and token-id prompts" : "token-id prompts only (no tokenizer)")
             << (served.chat_template ? ", chat" : "") << "\n";
   // One line on stdout, so scripts can read the port --port 0 chose.
-  std::cout << "listening on http://" << a.server.host << ":" << port << std::endl;
+  // An IPv6 literal goes in brackets in a URL (RFC 3986): http://[::1]:8000.
+  const bool ipv6 = a.server.host.find(':') != std::string::npos;
+  std::cout << "listening on http://" << (ipv6 ? "[" + a.server.host + "]" : a.server.host) << ":" << port << std::endl;
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
@@ -87,11 +98,26 @@ Command add_serve_command(CLI::App& app) {
   add_engine_flags(*command, a->engine);
   command->add_option("--host", a->server.host, "address to listen on (loopback by default)")->capture_default_str();
   command->add_option("--port", a->server.port, "port; 0 picks a free one and prints it")->capture_default_str();
-  command->add_option("--api-key", a->server.api_key, "require `Authorization: Bearer KEY` on /v1/*");
+  command->add_option("--api-key", a->server.api_key, "require `Authorization: Bearer KEY` on /v1/*")
+      ->check(CLI::Validator(
+          [](const std::string& key) {
+            return key.empty() ? "empty, which would turn authentication off; give a key or omit the flag" : "";
+          },
+          "KEY"));
   command->add_option("--served-model-name", a->served_model_name,
                       "the name clients give as `model` (default: --model or --preset)");
   command->add_option("--max-body-bytes", a->server.max_body_bytes, "largest request body; larger ones get 413")
       ->capture_default_str();
+  command
+      ->add_option("--max-connections", a->server.handler_threads,
+                   "connections served at once (one thread each); more get 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
+  command
+      ->add_option("--request-read-timeout", a->server.request_read_timeout_s,
+                   "seconds a client has to send a whole request (headers and body); slower ones are cut")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3600.0));
   return {command, [a] { return run_serve(*a); }};
 }
 

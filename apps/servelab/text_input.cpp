@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "text_input.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "core/error.h"
+#include "core/file.h"
 #include "tokenizer/pretrained.h"
 
 namespace servelab::cli {
@@ -18,14 +16,8 @@ TextSide load_text_side(const std::string& tokenizer_file, const std::string& mo
 }
 
 std::string read_text_file(const std::string& path) {
-  // A folder opens as a stream on Linux and reads as nothing: refuse it by name.
-  check(!std::filesystem::is_directory(path), path, ": is a directory (expected a UTF-8 text file)");
-  std::ifstream in(path, std::ios::binary);
-  check(in.good(), path, ": cannot open (expected a UTF-8 text file)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  check(!in.bad(), path, ": cannot read");
-  return text.str();
+  // A folder, a FIFO or /dev/zero is refused by name; a text to tokenize is bounded so it cannot exhaust memory.
+  return read_regular_file(path, kMaxTextFileBytes, "a UTF-8 text file");
 }
 
 }  // namespace servelab::cli

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 
@@ -27,7 +28,11 @@ struct TextSide {
  */
 TextSide load_text_side(const std::string& tokenizer_file, const std::string& model_dir, const std::string& why);
 
-/// The bytes of UTF-8 text file @p path. @throws Error naming it when it is a folder or cannot be read.
+/// The largest text file read_text_file() reads, bytes (far more text than any context holds).
+inline constexpr std::size_t kMaxTextFileBytes = std::size_t{64} << 20;
+
+/// The bytes of UTF-8 text file @p path. @throws Error naming it when it is not a regular file, is larger
+/// than kMaxTextFileBytes or cannot be read.
 std::string read_text_file(const std::string& path);
 
 }  // namespace servelab::cli

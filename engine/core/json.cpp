@@ -2,8 +2,8 @@
 #include "core/json.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+
+#include "core/file.h"
 
 namespace servelab {
 
@@ -25,11 +25,7 @@ nlohmann::json parse_json(std::string_view text, const std::string& source) {
 }
 
 nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  check(in.good() && !std::filesystem::is_directory(path), path.string(), ": cannot open (expected ", what, ")");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_json(text.str(), path.string());
+  return parse_json(read_regular_file(path, kMaxJsonFileBytes, what), path.string());
 }
 
 std::string json_brief(const nlohmann::json& value) {

@@ -15,6 +15,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -28,6 +29,9 @@ namespace servelab {
 
 /// Deepest nesting of arrays and objects accepted; the files servelab reads need 6 at most.
 inline constexpr int kMaxJsonDepth = 64;
+
+/// The largest JSON file read_json_file() reads (a large tokenizer.json is tens of MB), bytes.
+inline constexpr std::size_t kMaxJsonFileBytes = std::size_t{512} << 20;
 
 /**
  * @brief Parses @p text as JSON with at most kMaxJsonDepth levels of nesting.

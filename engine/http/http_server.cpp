@@ -8,8 +8,16 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "http/openai_protocol.h"
@@ -108,17 +116,230 @@ void widen_listen_backlog(int port) {
   }
 }
 
+// What cpp-httplib 0.11 leaves unbounded, put back around Server::process_request(), which parses
+// and answers one request from any Stream: its own per-connection loop reads through a fresh stream
+// per request and so drops pipelined bytes; its reads have a timeout per call, not per request, so a
+// client trickling one byte a second holds a thread for ever; and it reads a chunked body past
+// set_payload_max_length(). ConnectionStream keeps one read buffer for the whole connection
+// (pipelined requests are answered in order), gives each request a deadline for arriving whole
+// (headers and body: it ends when a route handler starts), bounds the bytes a request may take,
+// answers nothing once the server stops, and the server caps the connections it serves at once.
+class ConnectionStream final : public httplib::Stream {
+ public:
+  ConnectionStream(int fd, const std::atomic<bool>& stopping) : fd_(fd), stopping_(stopping) {}
+
+  /// Starts reading a request: it must arrive within @p deadline_s and take at most @p max_bytes.
+  void begin_request(double deadline_s, std::size_t max_bytes) {
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                       std::chrono::duration<double>(deadline_s));
+    reading_ = true;
+    budget_ = max_bytes;
+    over_budget_ = false;
+  }
+  /// The headers have been read: the body may take @p max_bytes more (on the wire, chunk framing included).
+  void begin_body(std::size_t max_bytes) { budget_ = max_bytes; }
+  /// The request has been read whole (a route handler runs): the deadline and the byte budget stop counting.
+  void end_reading() { reading_ = false; }
+  /// The request's bytes went past the budget given to begin_request().
+  bool over_budget() const { return over_budget_; }
+  /// The request was cut for its deadline or for the shutdown.
+  bool cut() const { return cut_; }
+
+  /// Waits until a request's first byte is here (or buffered), at most @p idle_s; false when none came.
+  bool wait_for_request(double idle_s) {
+    if (pos_ < buf_.size()) return true;
+    const auto until =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(idle_s));
+    return fill(until) > 0;
+  }
+
+  bool is_readable() const override { return pos_ < buf_.size() || poll_once(POLLIN, 0); }
+  bool is_writable() const override { return poll_once(POLLOUT, 5000); }
+
+  ssize_t read(char* ptr, std::size_t size) override {
+    if (pos_ == buf_.size()) {
+      const auto until = reading_ ? deadline_ : std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      if (fill(until) <= 0) return -1;
+    }
+    std::size_t n = std::min(size, buf_.size() - pos_);
+    if (reading_) {
+      if (budget_ == 0) {
+        over_budget_ = true;
+        return -1;
+      }
+      n = std::min(n, budget_);
+      budget_ -= n;
+    }
+    std::memcpy(ptr, buf_.data() + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* ptr, std::size_t size) override {
+    std::size_t sent = 0;
+    while (sent < size) {
+      if (!poll_once(POLLOUT, 5000)) return -1;  // a client that reads nothing for 5 s is gone
+      const ssize_t n = ::send(fd_, ptr + sent, size - sent, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return -1;
+      sent += static_cast<std::size_t>(n);
+    }
+    return static_cast<ssize_t>(size);
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { address(::getpeername, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { address(::getsockname, ip, port); }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  // Reads what the socket has into the buffer, waiting until @p until at most, in slices short
+  // enough to notice the shutdown; returns the bytes read, 0 at end of stream or time, -1 on error.
+  ssize_t fill(std::chrono::steady_clock::time_point until) {
+    if (pos_ == buf_.size()) buf_.clear(), pos_ = 0;
+    for (;;) {
+      if (stopping_) {
+        cut_ = true;
+        return -1;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        cut_ = reading_;
+        return 0;
+      }
+      if (!poll_once(POLLIN, static_cast<int>(std::min<long>(left.count(), 100)))) continue;
+      char chunk[16384];
+      const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n > 0) buf_.append(chunk, static_cast<std::size_t>(n));
+      return n;
+    }
+  }
+
+  bool poll_once(short events, int timeout_ms) const {
+    pollfd p{fd_, events, 0};
+    return ::poll(&p, 1, timeout_ms) > 0;
+  }
+
+  template <typename Name>
+  void address(Name name, std::string& ip, int& port) const {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    char host[NI_MAXHOST] = "";
+    port = 0;
+    if (name(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0)
+      return;
+    ip = host;
+    port = addr.ss_family == AF_INET    ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
+           : addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                        : 0;
+  }
+
+  const int fd_;
+  const std::atomic<bool>& stopping_;
+  std::string buf_;  // bytes received and not yet read: the rest of a pipelined request stays here
+  std::size_t pos_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
+  bool reading_ = false;
+  std::size_t budget_ = 0;
+  bool over_budget_ = false;
+  bool cut_ = false;
+};
+
+// The connection a handler thread is serving, for the route handlers and the error handler.
+thread_local ConnectionStream* current_connection = nullptr;
+
+class GuardedServer : public httplib::Server {
+ public:
+  /// Spare pool threads beyond the cap: they only answer 503 and close.
+  static constexpr int kRejectThreads = 4;
+  /// A keep-alive connection closes after this long without a request, seconds (cpp-httplib's setting was 2).
+  static constexpr double kKeepAliveIdleSeconds = 2.0;
+  /// ... or after this many requests (cpp-httplib's default).
+  static constexpr int kKeepAliveRequests = 5;
+  /// Bytes the request line and headers may take.
+  static constexpr std::size_t kHeaderBytes = 64 << 10;
+  /// Bytes a body may take on the wire beyond --max-body-bytes: a chunked body's framing.
+  static constexpr std::size_t kFramingBytes = 16 << 10;
+
+  GuardedServer(const ServerConfig& config, std::string busy_body)
+      : config_(config), busy_body_(std::move(busy_body)) {}
+
+  /// Refuses new connections and ends the ones that are idle or still sending (before stop()).
+  void begin_stopping() { stopping_ = true; }
+
+ protected:
+  bool process_and_close_socket(socket_t sock) override {
+    const int one = 1;
+    ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // no 40 ms Nagle + delayed-ACK stall on keep-alive
+    const bool full = active_.fetch_add(1) >= config_.handler_threads;
+    if (full || stopping_) {
+      active_.fetch_sub(1);
+      reject(sock, full ? busy_body_ : closing_body_);
+      return true;
+    }
+    ConnectionStream strm(sock, stopping_);
+    current_connection = &strm;
+    bool ok = true;
+    for (int left = kKeepAliveRequests; left > 0 && !stopping_ && strm.wait_for_request(kKeepAliveIdleSeconds);
+         --left) {
+      strm.begin_request(config_.request_read_timeout_s, kHeaderBytes);
+      bool closed = false;
+      ok = process_request(strm, left == 1, closed, nullptr);
+      // A request cut short or over its budget leaves unread bytes: the connection cannot go on.
+      if (!ok || closed || strm.over_budget() || strm.cut()) break;
+    }
+    current_connection = nullptr;
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    active_.fetch_sub(1);
+    return ok;
+  }
+
+ private:
+  // 503 and close, without reading the request: a client learns the server is full at once.
+  void reject(socket_t sock, const std::string& body) const {
+    const std::string response =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    ::send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::shutdown(sock, SHUT_WR);
+    // Draining what the client sent keeps the kernel from answering it with a reset that could
+    // discard the 503 before the client reads it; bounded to 200 ms.
+    const auto give_up = std::chrono::steady_clock::now() + 200ms;
+    char sink[4096];
+    pollfd p{sock, POLLIN, 0};
+    while (std::chrono::steady_clock::now() < give_up && ::poll(&p, 1, 50) >= 0) {
+      if ((p.revents & POLLIN) && ::recv(sock, sink, sizeof sink, MSG_DONTWAIT) <= 0) break;
+    }
+    ::close(sock);
+  }
+
+  const ServerConfig& config_;
+  const std::string busy_body_;
+  const std::string closing_body_ = error_object(503, "the server is shutting down").dump();
+  std::atomic<int> active_{0};
+  std::atomic<bool> stopping_{false};
+};
+
 }  // namespace
 
 struct OpenAIServer::Impl {
   EngineLoop& loop;
   ServedModel model;
   ServerConfig config;
-  httplib::Server http;
+  GuardedServer http;
   std::thread listener;
   std::atomic<std::uint64_t> next_id{0};
 
-  Impl(EngineLoop& l, ServedModel m, ServerConfig c) : loop(l), model(std::move(m)), config(std::move(c)) {}
+  Impl(EngineLoop& l, ServedModel m, ServerConfig c)
+      : loop(l),
+        model(std::move(m)),
+        config(std::move(c)),
+        http(config, error_object(503, "the server is serving its most connections (" +
+                                           std::to_string(config.handler_threads) + ", --max-connections); retry later")
+                         .dump()) {}
 
   std::vector<std::int32_t> tokenize(const CompletionRequest& r) const {
     if (r.endpoint == Endpoint::chat_completions) {
@@ -237,10 +458,11 @@ struct OpenAIServer::Impl {
 
   void routes() {
     http.set_payload_max_length(config.max_body_bytes);
-    http.set_keep_alive_timeout(2);
-    const int threads = config.handler_threads;
+    const int threads = config.handler_threads + GuardedServer::kRejectThreads;
     http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      // Called between the headers and the body: the budget that bounds a chunked body, on every path.
+      if (current_connection) current_connection->begin_body(config.max_body_bytes + GuardedServer::kFramingBytes);
       if (config.api_key.empty() || !req.path.starts_with("/v1/")) return httplib::Server::HandlerResponse::Unhandled;
       if (req.get_header_value("Authorization") == "Bearer " + config.api_key)
         return httplib::Server::HandlerResponse::Unhandled;
@@ -250,8 +472,16 @@ struct OpenAIServer::Impl {
     // Statuses cpp-httplib sets by itself (404 route, 413 body, 400 malformed HTTP) get an OpenAI error object too.
     http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
+      // A body read past --max-body-bytes (a chunked one; the library bounds only Content-Length) fails the read.
+      if (current_connection && current_connection->over_budget()) res.status = 413;
+      // cpp-httplib caps a form-urlencoded body (curl -d's default type) at 8192 bytes whatever the payload limit.
+      const bool form = req.get_header_value("Content-Type").starts_with("application/x-www-form-urlencoded");
       const std::string message =
-          res.status == 413   ? "request body is larger than " + std::to_string(config.max_body_bytes) + " bytes"
+          res.status == 413 && form
+              ? "a Content-Type: application/x-www-form-urlencoded body is limited to 8192 bytes; send the JSON "
+                "with Content-Type: application/json (curl -H 'Content-Type: application/json')"
+          : res.status == 413
+              ? "request body is larger than " + std::to_string(config.max_body_bytes) + " bytes (--max-body-bytes)"
           : res.status == 404 ? "no route " + req.method + " " + req.path
                               : std::string("HTTP error ") + std::to_string(res.status);
       send_error(res, res.status, message);
@@ -270,9 +500,11 @@ struct OpenAIServer::Impl {
       }
     });
     http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      if (current_connection) current_connection->end_reading();
       completion(req, res, Endpoint::completions);
     });
     http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      if (current_connection) current_connection->end_reading();
       completion(req, res, Endpoint::chat_completions);
     });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
@@ -330,6 +562,7 @@ int OpenAIServer::start() {
 
 void OpenAIServer::stop() {
   if (!impl_->listener.joinable()) return;
+  impl_->http.begin_stopping();  // idle and half-sent connections are cut, so the pool's threads can end
   impl_->http.stop();
   impl_->listener.join();
 }

@@ -10,7 +10,11 @@
  *  GET  /health                200 while serving
  *  GET  /metrics               Prometheus text (http/prometheus.h)
  * @endverbatim
- * Each connection runs on one of cpp-httplib's handler threads; a handler
+ * Each connection runs on one of cpp-httplib's handler threads, at most
+ * --max-connections at once (more get 503), through a stream of the server's
+ * own that bounds what cpp-httplib 0.11 leaves open: a deadline for each whole
+ * request, a byte budget that holds for chunked bodies, pipelined requests
+ * kept in one buffer, TCP_NODELAY, and a stop that cuts idle connections. A handler
  * checks the request (http/openai_protocol.h), tokenizes it, hands it to
  * the engine loop (http/engine_loop.h) and writes tokens as they arrive.
  * A streaming client that goes away is noticed at the next write (or when
@@ -38,7 +42,9 @@ struct ServerConfig {
   int port = 8000;                       ///< --port: 0 = any free port (start() returns it)
   std::string api_key;                   ///< --api-key: when set, /v1/* needs `Authorization: Bearer <key>`
   std::size_t max_body_bytes = 1 << 20;  ///< larger request bodies get 413
-  int handler_threads = 128;             ///< concurrent connections served (each stream holds one thread)
+  int handler_threads = 128;  ///< --max-connections: connections served at once (each holds a thread); more get 503
+  double request_read_timeout_s =
+      10;  ///< --request-read-timeout: a whole request (headers and body) must arrive within it, seconds
 };
 
 /// What the server knows about the model besides the engine.
@@ -67,7 +73,8 @@ class OpenAIServer {
    * @throws Error naming --host and --port when the address cannot be bound.
    */
   int start();
-  /// Stops accepting connections and waits for the handlers. Streams still open end when the engine loop aborts them.
+  /// Stops accepting connections, closes idle and half-sent ones, and waits for the handlers.
+  /// Streams still open end when the engine loop aborts them.
   void stop();
 
  private:

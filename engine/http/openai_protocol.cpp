@@ -29,11 +29,16 @@ bool read_bool(const json& body, const char* name, bool fallback) {
   return v->get<bool>();
 }
 
-double read_number(const json& body, const char* name, double fallback, double lo, double hi, bool lo_open) {
+// The engine samples in float, so the range is checked on the float the engine will see:
+// top_p 1e-300 is a positive double but float 0, which the sampler would refuse.
+float read_number(const json& body, const char* name, float fallback, float lo, float hi, bool lo_open) {
   const json* v = field(body, name);
   if (!v) return fallback;
   if (!v->is_number()) bad(name, std::string("'") + name + "' must be a number, got " + json_brief(*v));
-  const double x = v->get<double>();
+  const double wide = v->get<double>();
+  const float x = std::isfinite(wide) && std::abs(wide) <= std::numeric_limits<float>::max()
+                      ? static_cast<float>(wide)
+                      : std::numeric_limits<float>::infinity();
   if (!std::isfinite(x) || x > hi || (lo_open ? x <= lo : x < lo))
     bad(name, std::string("'") + name + "' must be in " + (lo_open ? "(" : "[") + std::to_string(lo) + ", " +
                   std::to_string(hi) + "], got " + json_brief(*v));
@@ -167,8 +172,8 @@ CompletionRequest parse_completion_request(const std::string& body, Endpoint end
   r.max_tokens = read_int<int>(j, "max_tokens", 1, int_max);
   if (endpoint == Endpoint::chat_completions && !r.max_tokens)
     r.max_tokens = read_int<int>(j, "max_completion_tokens", 1, int_max);
-  r.sampling.temperature = static_cast<float>(read_number(j, "temperature", 1.0, 0.0, 1e6, false));
-  r.sampling.top_p = static_cast<float>(read_number(j, "top_p", 1.0, 0.0, 1.0, true));
+  r.sampling.temperature = read_number(j, "temperature", 1.0f, 0.0f, 1e6f, false);
+  r.sampling.top_p = read_number(j, "top_p", 1.0f, 0.0f, 1.0f, true);
   // vLLM takes -1 (and 0) for "no top-k".
   r.sampling.top_k = std::max(0, read_int<int>(j, "top_k", -1, int_max).value_or(0));
   r.sampling.seed = read_int<std::uint64_t>(j, "seed", 0, std::numeric_limits<std::uint64_t>::max()).value_or(0);
@@ -243,10 +248,11 @@ json error_object(int status, const std::string& message, const std::string& par
                      : status == 404 ? "not_found_error"
                      : status >= 500 ? "server_error"
                                      : "invalid_request_error";
+  // A message quotes what the client sent (a path, a JSON parse error's bytes); dump() throws on invalid UTF-8.
   return {{"error",
-           {{"message", message},
+           {{"message", to_valid_utf8(message)},
             {"type", type},
-            {"param", param.empty() ? json(nullptr) : json(param)},
+            {"param", param.empty() ? json(nullptr) : json(to_valid_utf8(param))},
             {"code", status}}}};
 }
 

@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "core/json.h"
@@ -82,7 +84,7 @@ void send_one(const WorkloadRequest& w, const BenchConfig& config, double clock_
   r.prompt_len = static_cast<int>(w.prompt_ids.size());
   r.times.first_scheduled = now_seconds() - clock_zero;
   httplib::Client client(config.host, config.port);
-  client.set_read_timeout(static_cast<time_t>(config.timeout_s));
+  client.set_read_timeout(std::chrono::duration<double>(config.timeout_s));
   httplib::Request req;
   req.method = "POST";
   req.path = "/v1/completions";
@@ -148,6 +150,8 @@ BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchC
   check(config.max_concurrency >= 0, "--max-concurrency must be >= 0 (0 = no cap), got ", config.max_concurrency);
   check(config.disconnect_fraction >= 0 && config.disconnect_fraction <= 1,
         "--disconnect-fraction must be in [0, 1], got ", config.disconnect_fraction);
+  check(std::isfinite(config.timeout_s) && config.timeout_s >= 0.001 && config.timeout_s <= 1e6,
+        "--timeout must be a number of seconds in [0.001, 1e6], got ", config.timeout_s);
   block_sigpipe();  // the request threads started below inherit it
   BenchResult result;
   result.requests.resize(workload.size());
@@ -170,18 +174,34 @@ BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchC
       slot_freed.wait(lock, [&] { return config.max_concurrency == 0 || in_flight < config.max_concurrency; });
       ++in_flight;
     }
-    threads.emplace_back([&, i, hang_up_after] {
-      send_one(workload[i], config, zero, hang_up_after, result.requests[i]);
+    const auto finished = [&] {
       std::lock_guard lock(mutex);
       --in_flight;
       ++done;
       if (on_done) on_done(done, static_cast<int>(workload.size()));
       slot_freed.notify_one();
-    });
+    };
+    try {
+      threads.emplace_back([&, i, hang_up_after, finished] {
+        send_one(workload[i], config, zero, hang_up_after, result.requests[i]);
+        finished();
+      });
+    } catch (const std::system_error& e) {
+      // Out of threads (ulimit -u, memory): this request fails with the reason; the started ones still finish.
+      result.requests[i].error =
+          std::string("cannot start a request thread (") + e.what() + "); lower --max-concurrency or --num-prompts";
+      finished();
+    }
   }
   for (auto& t : threads) t.join();
   result.duration = now_seconds() - zero;
   return result;
+}
+
+const BenchRequestResult* first_failure(const BenchResult& result) {
+  for (const BenchRequestResult& r : result.requests)
+    if (!r.success && !r.disconnected) return &r;
+  return nullptr;
 }
 
 double run_in_process(Engine& engine, const std::vector<WorkloadRequest>& workload, int max_concurrency) {

@@ -68,6 +68,9 @@ struct BenchResult {
 BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchConfig& config,
                       const std::function<void(int done, int total)>& on_done = {});
 
+/// The first request that failed other than by hanging up on purpose (its `error` says why), or null.
+const BenchRequestResult* first_failure(const BenchResult& result);
+
 /**
  * @brief The same workload through @p engine in this process, no HTTP: the
  *        baseline of the server's overhead. Arrivals and the concurrency cap

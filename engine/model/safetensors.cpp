@@ -14,6 +14,7 @@
 #include <set>
 
 #include "core/checked.h"
+#include "core/file.h"
 #include "core/error.h"
 #include "core/json.h"
 
@@ -23,14 +24,8 @@ namespace {
 
 // Maps a whole file read-only; the shared_ptr unmaps it when the last tensor view goes.
 std::shared_ptr<void> map_file(const std::filesystem::path& path, std::size_t& size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  check(fd >= 0, path.string(), ": cannot open safetensors file (", std::strerror(errno), ")");
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    fail(path.string(), ": cannot stat (", std::strerror(errno), ")");
-  }
-  size = static_cast<std::size_t>(st.st_size);
+  // A FIFO or a device is refused by name before it is mapped; mmap() bounds nothing, so any size goes.
+  const int fd = open_regular_file(path, std::numeric_limits<std::size_t>::max(), "a safetensors file", size);
   if (size == 0) {
     ::close(fd);
     fail(path.string(), ": file is empty (expected a safetensors header)");
