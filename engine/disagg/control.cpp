@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <initializer_list>
 #include <limits>
 
 #include "core/error.h"
@@ -52,8 +51,8 @@ constexpr unsigned kClient = bit(Sender::CLIENT), kWorker = bit(Sender::WORKER),
 
 struct Schema {
   const char* type;
-  unsigned senders;  // bits of the Senders that may send it
-  std::initializer_list<Field> fields;
+  unsigned senders;           // bits of the Senders that may send it
+  std::vector<Field> fields;  // owned: an initializer_list's array would not outlive the table's initialisation
 };
 
 constexpr Field kSampling{"sampling", Kind::OBJECT, false}, kStops{"stop_token_ids", Kind::IDS, false};
