@@ -87,7 +87,14 @@ class Router {
     }
     double next_beat = 0, next_retry = 0;
     while (!g_stop && !shutdown_) {
-      if (auto in = receive_routed(socket_, 20)) on_frame(in->first, in->second);
+      // Everything that has arrived is read before anyone is judged silent: a router that was itself
+      // descheduled for a while finds the heartbeats queued. Bounded, so that a storm of frames does not
+      // keep the heartbeats and timeouts from running.
+      for (int n = 0; n < 1000; ++n) {
+        auto in = receive_routed(socket_, n == 0 ? 20 : 0);
+        if (!in) break;
+        on_frame(in->first, in->second);
+      }
       const double now = now_seconds();
       if (now >= next_beat) {
         for (auto& [identity, w] : workers_) send_message(socket_, identity, {{"type", "heartbeat"}});

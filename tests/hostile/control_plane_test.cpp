@@ -300,7 +300,7 @@ TEST_CASE("forged full, kv_ready, allocated, token and finished for requests bei
 }
 
 TEST_CASE("a prefill longer than --worker-timeout does not get the busy worker evicted", "[hostile]") {
-  Fleet fleet(false, 0.1, 30);
+  Fleet fleet(false, 0.25, 30);
   const std::vector<std::string> budget{"--max-num-batched-tokens", "4096", "--kv-timeout", "30"};
   fleet.worker("prefill", {.role = "prefill", .preset = "small", .blocks = 1024, .more = budget});
   fleet.worker("decode", {.role = "decode", .preset = "small", .blocks = 1024, .more = budget});
@@ -312,8 +312,8 @@ TEST_CASE("a prefill longer than --worker-timeout does not get the busy worker e
   CHECK(r.error.empty());
   CHECK(r.tokens.size() == 2);
   // The attack is a forward pass longer than --worker-timeout; a machine too fast for it is said so.
-  if (r.accounting.value("prefill_ms", 0.0) <= 100)
-    WARN("the prefill took " << r.accounting.value("prefill_ms", 0.0) << " ms, within --worker-timeout 0.1 s");
+  if (r.accounting.value("prefill_ms", 0.0) <= 250)
+    WARN("the prefill took " << r.accounting.value("prefill_ms", 0.0) << " ms, within --worker-timeout 0.25 s");
   CHECK_THAT(fleet.scratch.text("router.log"), !Catch::Contains("evicted"));
   CHECK(stop_clean(fleet));
 }
