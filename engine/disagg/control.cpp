@@ -191,7 +191,7 @@ Message parse_control(std::string_view frame, Sender sender) {
 
 std::string read_cluster_key(const std::string& path, const std::string& flag) {
   struct stat st {};
-  check(::stat(path.c_str(), &st) == 0, flag, " ", path, ": cannot read it (", std::strerror(errno), ")");
+  if (::stat(path.c_str(), &st) != 0) fail(flag, " ", path, ": cannot read it (", std::strerror(errno), ")");
   // A FIFO or a device would block or never end: a key is a small regular file.
   check(S_ISREG(st.st_mode), flag, " ", path, ": expected a regular file holding the cluster key");
   check(st.st_size <= 4096, flag, " ", path, ": ", st.st_size, " bytes; a cluster key file holds at most 4096");

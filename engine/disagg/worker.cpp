@@ -46,7 +46,7 @@ zmq::socket_t connect_router(zmq::context_t& context, const WorkerConfig& c) {
   } catch (const zmq::error_t& e) {
     const std::string source = c.router.empty() ? "--router-file " + c.router_file + " holds" : "--router is";
     fail(source, " '", endpoint.substr(0, 80), "', not a ZeroMQ endpoint (", e.what(),
-         "); expected tcp://HOST:PORT, as `servelab router` prints and writes to its --endpoint-file");
+         "); expected tcp://HOST:PORT, as the router prints and writes to its --endpoint-file");
   }
 }
 
