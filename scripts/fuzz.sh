@@ -19,7 +19,7 @@ fixtures="$root/tests/fixtures"
 work="$build/fuzz"
 targets=("$@")
 ((${#targets[@]})) || targets=(fuzz_safetensors fuzz_safetensors_index fuzz_config fuzz_tokenizer_json
-                                fuzz_encode_decode fuzz_chat_template)
+                                fuzz_encode_decode fuzz_chat_template fuzz_control)
 
 for t in "${targets[@]}"; do
   [ -x "$build/tests/fuzz/$t" ] || { echo "fuzz.sh: $build/tests/fuzz/$t is missing (build the asan preset)" >&2; exit 1; }
@@ -75,6 +75,22 @@ for style in ("llama3-style", "qwen2-style"):
 for i, t in enumerate(templates):
     open(f"{corpus}/fuzz_chat_template/template-{i}", "wb").write(
         (t + "\0You are kind.\0What is a KV cache? \uc548\ub155\0It stores keys.").encode())
+# Control frames: one of each direction's messages, as the router and workers send them.
+os.makedirs(f"{corpus}/fuzz_control", exist_ok=True)
+layout = {"num_layers": 2, "num_blocks": 64, "block_size": 4, "kv_dim": 32, "dtype_bytes": 4}
+frames = [
+    {"type": "submit", "client_req": 0, "prompt": [1, 2, 3], "max_tokens": 4,
+     "sampling": {"temperature": 0.7, "top_k": 5, "top_p": 0.9, "seed": 1}, "stop_token_ids": [2]},
+    {"type": "register", "role": "prefill", "transport": {"address": "00ff", "regions": [
+        {"base": 4096, "length": 65536, "rkey": "ab"}]}, "kv_layout": layout, "model_hash": "0", "ucx_tls": "tcp"},
+    {"type": "heartbeat", "worker_id": 0, "session": "5e55"},
+    {"type": "kv_ready", "req": 3, "first_token": 7, "src_blocks": [0, 1], "prefill_worker": 1,
+     "accounting": {"bytes": 512}},
+    {"type": "alloc", "req": 1, "prompt": [4, 5], "max_tokens": 2},
+    {"type": "registered", "worker_id": 2, "session": "5e55", "heartbeat_interval": 0.25},
+]
+for i, f in enumerate(frames):
+    open(f"{corpus}/fuzz_control/frame-{i}", "w").write(json.dumps(f))
 EOF
 
 mkdir -p "$work/crashes" "$work/logs"

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "command.h"
+#include "disagg/control.h"
 #include "disagg/worker.h"
 
 namespace servelab::cli {
@@ -14,6 +15,7 @@ struct WorkerArgs {
   disagg::WorkerConfig worker;
   std::string role;
   std::string mode = "write";
+  std::string key_file;
 };
 
 }  // namespace
@@ -57,12 +59,16 @@ Command add_worker_command(CLI::App& app) {
   worker->add_option("--router-timeout", w.router_timeout, "exit after this long without a word from the router")
       ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
+  worker->add_option("--cluster-key-file", a->key_file, "a file holding the fleet's shared key (as the router's)");
   return {worker, [a] {
+            if (!a->key_file.empty())
+              a->worker.cluster_key = disagg::read_cluster_key(a->key_file, "--cluster-key-file");
             a->worker.mode = disagg::parse_transfer_mode(a->mode, "--kv-transfer");
             a->worker.role = disagg::parse_worker_role(a->role, "--role");
             const disagg::WorkerSummary s = disagg::run_worker(a->worker);
             std::cerr << "servelab worker (" << a->role << "): " << s.requests_served << " requests served, "
-                      << s.blocks_in_use << " of " << s.num_blocks << " KV blocks still held at exit\n";
+                      << s.blocks_in_use << " of " << s.num_blocks << " KV blocks still held at exit, "
+                      << s.malformed_messages << " malformed messages dropped\n";
             return s.blocks_in_use == 0 ? 0 : 2;  // 2: requests were in flight when it stopped
           }};
 }

@@ -10,8 +10,18 @@
 
 namespace servelab::disagg {
 
+namespace {
+
+// @p m with the cluster key @p key added, when there is one.
+Message keyed(Message m, const std::string& key) {
+  if (!key.empty()) m["key"] = key;
+  return m;
+}
+
+}  // namespace
+
 std::vector<ClientResult> run_client(const std::string& endpoint, std::span<const ClientRequest> requests,
-                                     double timeout) {
+                                     double timeout, const std::string& key) {
   zmq::context_t context;
   zmq::socket_t socket = connect_dealer(context, endpoint);
   std::vector<ClientResult> results(requests.size());
@@ -26,7 +36,7 @@ std::vector<ClientResult> run_client(const std::string& endpoint, std::span<cons
       results[next].times.first_scheduled = now;  // the router queues it at once; the client sees no more
       Message submit = {{"type", "submit"}, {"client_req", next}, {"prompt", r.prompt}, {"max_tokens", r.max_tokens}};
       put_sampling(submit, r.sampling);
-      send_message(socket, submit);
+      send_message(socket, keyed(submit, key));
       ++next;
     }
     const double wait_until = next < requests.size() ? std::min(start + requests[next].arrival, deadline) : deadline;
@@ -60,13 +70,13 @@ std::vector<ClientResult> run_client(const std::string& endpoint, std::span<cons
   return results;
 }
 
-void wait_for_workers(const std::string& endpoint, int prefill, int decode, double timeout) {
+void wait_for_workers(const std::string& endpoint, int prefill, int decode, double timeout, const std::string& key) {
   zmq::context_t context;
   zmq::socket_t socket = connect_dealer(context, endpoint);
   const double deadline = now_seconds() + timeout;
   int have_prefill = 0, have_decode = 0;
   while (now_seconds() < deadline) {
-    send_message(socket, {{"type", "status"}});
+    send_message(socket, keyed({{"type", "status"}}, key));
     if (const auto m = receive_message(socket, 200); m && (*m)["type"] == "status") {
       const Message& w = m->at("workers");
       const auto count = [&](const char* role) { return static_cast<int>(field_int(w, role, 0, 1 << 20)); };
@@ -80,12 +90,12 @@ void wait_for_workers(const std::string& endpoint, int prefill, int decode, doub
        timeout, " s (waited for ", prefill, " and ", decode, ")");
 }
 
-void shutdown_router(const std::string& endpoint) {
+void shutdown_router(const std::string& endpoint, const std::string& key) {
   zmq::context_t context;
   zmq::socket_t socket(context, zmq::socket_type::dealer);
   socket.set(zmq::sockopt::linger, 500);  // long enough to hand the one message over
   socket.connect(endpoint);
-  send_message(socket, {{"type", "shutdown"}});
+  send_message(socket, keyed({{"type", "shutdown"}}, key));
 }
 
 }  // namespace servelab::disagg

@@ -33,22 +33,25 @@ struct ClientResult {
 };
 
 /**
- * @brief Submits @p requests to the router at @p endpoint and waits for all of them.
+ * @brief Submits @p requests to the router at @p endpoint and waits for all of them; each message
+ *        carries @p key, the cluster key, when it is not empty (a keyed router refuses messages without).
  * @return one result per request, in order.
  * @throws Error when not all requests ended within @p timeout seconds (their ids are named).
  */
 std::vector<ClientResult> run_client(const std::string& endpoint, std::span<const ClientRequest> requests,
-                                     double timeout);
+                                     double timeout, const std::string& key = "");
 
 /**
  * @brief Waits until the router at @p endpoint has at least @p prefill
  *        workers that can prefill and @p decode that can decode (a worker of
  *        role both counts for each), so that timing starts on a whole fleet.
+ *        @p key is the cluster key, as for run_client().
  * @throws Error naming the endpoint and the counts when @p timeout seconds pass first.
  */
-void wait_for_workers(const std::string& endpoint, int prefill, int decode, double timeout);
+void wait_for_workers(const std::string& endpoint, int prefill, int decode, double timeout,
+                      const std::string& key = "");
 
-/// Asks the router at @p endpoint to tell its workers to exit, and to exit.
-void shutdown_router(const std::string& endpoint);
+/// Asks the router at @p endpoint to tell its workers to exit, and to exit (@p key: the cluster key, if it has one).
+void shutdown_router(const std::string& endpoint, const std::string& key = "");
 
 }  // namespace servelab::disagg

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "disagg/control.h"
 
+#include <sys/stat.h>
+
+#include <array>
 #include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <limits>
 
 #include "core/error.h"
@@ -12,11 +17,118 @@ namespace servelab::disagg {
 
 namespace {
 
-Message parse_message(const zmq::message_t& frame) {
-  Message m = parse_json(frame.to_string_view(), "control message");
+void check_typed(const Message& m) {
   check(m.is_object() && m.contains("type") && m["type"].is_string(),
         "control message: expected a JSON object with a string \"type\", got ", json_brief(m));
+}
+
+Message parse_message(std::string_view frame) {
+  Message m = parse_json(frame, "control message");
+  check_typed(m);
   return m;
+}
+
+// What a schema field holds; every integer kind is range-checked.
+enum class Kind {
+  REQ,      // a router request id: an integer >= 0
+  ID,       // a token, block, worker or client request id: an integer in [0, 2^31)
+  COUNT,    // an integer in [1, 2^31)
+  STRING,   // a string
+  IDS,      // a list of IDs
+  PROMPT,   // a non-empty list of IDs
+  OBJECT,   // a JSON object (checked further by whoever reads it)
+  SECONDS,  // a duration in (0, 3600]
+};
+
+struct Field {
+  const char* key;
+  Kind kind;
+  bool required = true;
+};
+
+constexpr unsigned bit(Sender s) { return 1u << static_cast<unsigned>(s); }
+constexpr unsigned kClient = bit(Sender::CLIENT), kWorker = bit(Sender::WORKER), kRouter = bit(Sender::ROUTER);
+
+struct Schema {
+  const char* type;
+  unsigned senders;           // bits of the Senders that may send it
+  std::vector<Field> fields;  // owned: an initializer_list's array would not outlive the table's initialisation
+};
+
+constexpr Field kSampling{"sampling", Kind::OBJECT, false}, kStops{"stop_token_ids", Kind::IDS, false};
+constexpr Field kAccounting{"accounting", Kind::OBJECT, false};
+
+// The whole protocol: one row per (type, direction). A type with different fields in each direction
+// (kv_ready relayed to decode names its prefill worker) has one row per direction.
+const std::array kSchemas{
+    // A client's: the router answers each with tokens, finished, failed or status.
+    Schema{"submit",
+           kClient,
+           {{"client_req", Kind::ID}, {"prompt", Kind::PROMPT}, {"max_tokens", Kind::COUNT}, kSampling, kStops}},
+    Schema{"abort", kClient, {{"client_req", Kind::ID}}},
+    Schema{"status", kClient, {}},
+    Schema{"shutdown", kClient | kRouter, {}},
+    // A worker's, to the router: its registration, liveness, and its replies about its requests.
+    Schema{"register",
+           kWorker,
+           {{"role", Kind::STRING},
+            {"transport", Kind::OBJECT},
+            {"kv_layout", Kind::OBJECT},
+            {"model_hash", Kind::STRING},
+            {"ucx_tls", Kind::STRING}}},
+    Schema{"heartbeat", kWorker, {{"worker_id", Kind::ID}, {"session", Kind::STRING}}},
+    Schema{"allocated", kWorker, {{"req", Kind::REQ}, {"blocks", Kind::IDS}}},
+    Schema{"full", kWorker, {{"req", Kind::REQ}, {"reason", Kind::STRING}}},
+    Schema{"kv_sending", kWorker, {{"req", Kind::REQ}, {"src_blocks", Kind::IDS}}},
+    Schema{
+        "kv_ready", kWorker, {{"req", Kind::REQ}, {"first_token", Kind::ID}, {"src_blocks", Kind::IDS}, kAccounting}},
+    Schema{"read_done", kWorker | kRouter, {{"req", Kind::REQ}}},
+    Schema{"token", kWorker, {{"req", Kind::REQ}, {"token", Kind::ID}}},
+    Schema{"finished", kWorker, {{"req", Kind::REQ}, kAccounting}},
+    Schema{"failed", kWorker, {{"req", Kind::REQ}, {"reason", Kind::STRING}}},
+    // The router's, to a worker.
+    Schema{"heartbeat", kRouter, {}},
+    Schema{"registered",
+           kRouter,
+           {{"worker_id", Kind::ID}, {"session", Kind::STRING}, {"heartbeat_interval", Kind::SECONDS}}},
+    Schema{"refused", kRouter, {{"reason", Kind::STRING}}},
+    Schema{"peer",
+           kRouter,
+           {{"worker_id", Kind::ID},
+            {"role", Kind::STRING},
+            {"model_hash", Kind::STRING},
+            {"kv_layout", Kind::OBJECT},
+            {"transport", Kind::OBJECT}}},
+    Schema{"peer_gone", kRouter, {{"worker_id", Kind::ID}}},
+    Schema{"alloc",
+           kRouter,
+           {{"req", Kind::REQ}, {"prompt", Kind::PROMPT}, {"max_tokens", Kind::COUNT}, kSampling, kStops}},
+    Schema{"prefill",
+           kRouter,
+           {{"req", Kind::REQ},
+            {"prompt", Kind::PROMPT},
+            {"dst_blocks", Kind::IDS},
+            {"decode_worker", Kind::ID},
+            kSampling,
+            kStops}},
+    Schema{"kv_sending", kRouter, {{"req", Kind::REQ}, {"src_blocks", Kind::IDS}, {"prefill_worker", Kind::ID}}},
+    Schema{"kv_ready",
+           kRouter,
+           {{"req", Kind::REQ},
+            {"first_token", Kind::ID},
+            {"src_blocks", Kind::IDS},
+            {"prefill_worker", Kind::ID},
+            kAccounting}},
+    Schema{"abort", kRouter, {{"req", Kind::REQ}}},
+};
+
+const char* sender_name(Sender s) {
+  switch (s) {
+    case Sender::CLIENT: return "a client";
+    case Sender::WORKER: return "a worker";
+    case Sender::ROUTER: return "the router";
+  }
+  return "?";
 }
 
 bool wait_readable(zmq::socket_t& socket, int timeout_ms) {
@@ -34,7 +146,71 @@ std::string where(const Message& m, const char* key) {
          (m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>() : "?") + "': field '" + key + "'";
 }
 
+void check_field(const Message& m, const Field& f) {
+  constexpr std::int64_t kId = std::numeric_limits<std::int32_t>::max();
+  if (!m.contains(f.key)) {
+    check(!f.required, where(m, f.key), " is missing");
+    return;
+  }
+  switch (f.kind) {
+    case Kind::REQ: (void)field_int(m, f.key, 0, std::numeric_limits<std::int64_t>::max()); break;
+    case Kind::ID: (void)field_int(m, f.key, 0, kId); break;
+    case Kind::COUNT: (void)field_int(m, f.key, 1, kId); break;
+    case Kind::STRING: (void)field_string(m, f.key); break;
+    case Kind::IDS: (void)field_ids(m, f.key, kId); break;
+    case Kind::PROMPT:
+      check(!field_ids(m, f.key, kId).empty(), where(m, f.key), " must not be empty (a prompt of at least one token)");
+      break;
+    case Kind::OBJECT: check(m[f.key].is_object(), where(m, f.key), " must be an object"); break;
+    case Kind::SECONDS: check(field_number(m, f.key, 0, 3600) > 0, where(m, f.key), " must be > 0"); break;
+  }
+}
+
 }  // namespace
+
+void check_schema(const Message& m, Sender sender) {
+  check_typed(m);
+  const std::string& type = m["type"].get_ref<const std::string&>();
+  bool known = false;
+  for (const Schema& s : kSchemas) {
+    if (type != s.type) continue;
+    known = true;
+    if (!(s.senders & bit(sender))) continue;
+    for (const Field& f : s.fields) check_field(m, f);
+    return;
+  }
+  check(!known, "control message '", type, "' may not come from ", sender_name(sender));
+  fail("control message: unknown type ", json_brief(m["type"]));
+}
+
+Message parse_control(std::string_view frame, Sender sender) {
+  Message m = parse_json(frame, "control message");
+  check_schema(m, sender);
+  return m;
+}
+
+std::string read_cluster_key(const std::string& path, const std::string& flag) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail(flag, " ", path, ": cannot read it (", std::strerror(errno), ")");
+  // A FIFO or a device would block or never end: a key is a small regular file.
+  check(S_ISREG(st.st_mode), flag, " ", path, ": expected a regular file holding the cluster key");
+  check(st.st_size <= 4096, flag, " ", path, ": ", st.st_size, " bytes; a cluster key file holds at most 4096");
+  std::ifstream in(path, std::ios::binary);
+  check(in.good(), flag, " ", path, ": cannot read it");
+  std::string key(std::istreambuf_iterator<char>(in), {});
+  const auto first = key.find_first_not_of(" \t\r\n"), last = key.find_last_not_of(" \t\r\n");
+  key = first == std::string::npos ? "" : key.substr(first, last - first + 1);
+  check(key.size() >= 16, flag, " ", path, ": the key has ", key.size(),
+        " characters; expected at least 16 (e.g. `openssl rand -hex 32 > FILE`)");
+  return key;
+}
+
+bool same_key(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
 
 zmq::socket_t connect_dealer(zmq::context_t& context, const std::string& endpoint) {
   zmq::socket_t socket(context, zmq::socket_type::dealer);
@@ -56,20 +232,25 @@ std::optional<Message> receive_message(zmq::socket_t& dealer, int timeout_ms) {
   if (!wait_readable(dealer, timeout_ms)) return std::nullopt;
   zmq::message_t frame;
   if (!dealer.recv(frame, zmq::recv_flags::dontwait)) return std::nullopt;
-  return parse_message(frame);
+  return parse_message(frame.to_string_view());
 }
 
-std::optional<std::pair<std::string, Message>> receive_routed(zmq::socket_t& router, int timeout_ms) {
+std::optional<std::pair<std::string, std::string>> receive_routed(zmq::socket_t& router, int timeout_ms) {
   if (!wait_readable(router, timeout_ms)) return std::nullopt;
   zmq::message_t identity, frame;
   if (!router.recv(identity, zmq::recv_flags::dontwait)) return std::nullopt;
-  check(identity.more() && router.recv(frame, zmq::recv_flags::none).has_value(), "control message: no payload frame");
-  while (frame.more()) {  // a peer that sent more frames than one: keep the first, drain the rest
-    zmq::message_t extra;
-    (void)router.recv(extra, zmq::recv_flags::none);
-    if (!extra.more()) break;
+  std::string payload;
+  bool more = identity.more();
+  if (more && router.recv(frame, zmq::recv_flags::none)) {
+    payload = frame.to_string();
+    more = frame.more();
   }
-  return std::pair{identity.to_string(), parse_message(frame)};
+  while (more) {  // a peer that sent more frames than one: keep the first, drain the rest
+    zmq::message_t extra;
+    if (!router.recv(extra, zmq::recv_flags::none)) break;
+    more = extra.more();
+  }
+  return std::pair{identity.to_string(), std::move(payload)};
 }
 
 std::int64_t field_int(const Message& m, const char* key, std::int64_t lo, std::int64_t hi) {

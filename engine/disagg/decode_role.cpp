@@ -12,6 +12,9 @@ namespace servelab::disagg {
 
 void DecodeRole::alloc(const Message& m) {
   const std::int64_t req = field_req(m);
+  // A second ALLOC for a request that holds blocks here would take blocks that nothing frees.
+  if (find(req) != jobs_.end())
+    return c_.dropped("alloc for request " + std::to_string(req) + ", which holds blocks here already");
   try {
     const std::vector<std::int32_t> prompt = field_ids(m, "prompt", c_.vocab_size - 1);
     const int max_tokens = static_cast<int>(field_int(m, "max_tokens", 1, std::numeric_limits<std::int32_t>::max()));
@@ -48,6 +51,8 @@ void DecodeRole::kv(const Message& m, bool ready) {
   const auto it = find(field_req(m));
   if (it == jobs_.end() || it->second.local) return;  // freed already (timeout or abort), or our own relayed back
   const int id = it->first;
+  if (c_.engine.request(id).status != RequestStatus::WAITING_FOR_REMOTE_KV)
+    return c_.dropped("KV for request " + std::to_string(it->second.req) + ", which is not waiting for its KV");
   DecodeJob& job = it->second;
   try {
     receive(m, ready, id, job);

@@ -12,6 +12,8 @@ namespace servelab::disagg {
 
 void PrefillRole::prefill(const Message& m) {
   const std::int64_t req = field_req(m);
+  if (find(req) != jobs_.end())
+    return c_.dropped("prefill for request " + std::to_string(req) + ", queued here already");
   try {
     const std::vector<std::int32_t> prompt = field_ids(m, "prompt", c_.vocab_size - 1);
     PrefillJob job{.req = req, .decode_worker = field_worker(m, "decode_worker")};

@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: MIT
 #include "disagg/router.h"
 
+#include <algorithm>
 #include <csignal>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
+#include <random>
+#include <sstream>
 #include <zmq.hpp>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "core/timer.h"
 #include "disagg/control.h"
 
@@ -22,9 +27,13 @@ volatile std::sig_atomic_t g_stop = 0;
 struct Worker {
   int id = 0;
   std::string role;      // "prefill", "decode" or "both"
-  Message registration;  // as sent, relayed to the other role
+  Message registration;  // as sent (less the key), relayed to the other role
   double last_seen = 0;
+  std::string session;  // handed over at registration; its heartbeat socket names it
 };
+
+// Where a request is, and so which worker's reply is due.
+enum class Stage { QUEUED, ALLOCATING, PREFILLING, DECODING };
 
 struct RoutedRequest {
   std::string client;  // identity of the submitting client
@@ -34,8 +43,22 @@ struct RoutedRequest {
   Message sampling = Message::object();  // "sampling" and "stop_token_ids" as submitted, for both workers
   std::string prefill{}, decode{};       // identities; empty until chosen
   double submitted = 0;
+  Stage stage = Stage::QUEUED;
+  double deadline = 0;  // dispatched: failed when no word about it comes from its workers by then
   Message accounting = Message::object();
 };
+
+// "type" of @p m when it is an object with a string one; "" otherwise.
+std::string type_of(const Message& m) {
+  return m.is_object() && m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>() : "";
+}
+
+std::string new_session() {
+  std::random_device device;
+  std::ostringstream os;
+  os << std::hex << device() << device() << device() << device();
+  return os.str();
+}
 
 class Router {
  public:
@@ -51,6 +74,9 @@ class Router {
 
   void serve() {
     std::cout << endpoint_ << std::endl;
+    if (config_.cluster_key.empty())
+      std::cerr << "servelab router: no --cluster-key-file: any peer that reaches " << endpoint_
+                << " may register as a worker or shut the router down\n";
     if (!config_.endpoint_file.empty()) {
       // Written then renamed, so a reader never sees half an endpoint.
       const std::string tmp = config_.endpoint_file + ".tmp";
@@ -61,18 +87,20 @@ class Router {
     }
     double next_beat = 0, next_retry = 0;
     while (!g_stop && !shutdown_) {
-      if (auto in = receive_routed(socket_, 20)) {
-        try {
-          handle(in->first, in->second);
-        } catch (const Error& e) {
-          std::cerr << "servelab router: dropped a message from " << describe(in->first) << ": " << e.what() << "\n";
-        }
+      // Everything that has arrived is read before anyone is judged silent: a router that was itself
+      // descheduled for a while finds the heartbeats queued. Bounded, so that a storm of frames does not
+      // keep the heartbeats and timeouts from running.
+      for (int n = 0; n < 1000; ++n) {
+        auto in = receive_routed(socket_, n == 0 ? 20 : 0);
+        if (!in) break;
+        on_frame(in->first, in->second);
       }
       const double now = now_seconds();
       if (now >= next_beat) {
         for (auto& [identity, w] : workers_) send_message(socket_, identity, {{"type", "heartbeat"}});
         evict_silent(now);
-        next_beat = now + config_.heartbeat_interval;
+        expire_dispatched(now);
+        next_beat = now + beat_interval();
       }
       if (now >= next_retry) {
         dispatch();
@@ -80,6 +108,7 @@ class Router {
       }
     }
     for (auto& [identity, w] : workers_) send_message(socket_, identity, {{"type", "shutdown"}});
+    std::cerr << "servelab router: stopped; " << malformed_ << " malformed or unauthorised messages dropped\n";
     // Let ZeroMQ hand the shutdowns over before the socket closes (linger is 0).
     const double until = now_seconds() + 0.2;
     while (now_seconds() < until) (void)receive_routed(socket_, 20);
@@ -91,79 +120,183 @@ class Router {
     return it == workers_.end() ? "a client" : it->second.role + " worker " + std::to_string(it->second.id);
   }
 
-  void handle(const std::string& from, const Message& m) {
+  // One frame from @p from: checked, authorised and handled; whatever it holds, never fatal.
+  void on_frame(const std::string& from, const std::string& payload) {
+    Sender sender = workers_.count(from) ? Sender::WORKER : Sender::CLIENT;
+    Message m;
+    try {
+      m = parse_json(payload, "control message");
+      // An unknown peer registering, or a worker's heartbeat socket, speaks as a worker.
+      const std::string type = type_of(m);
+      if (sender == Sender::CLIENT && (type == "register" || type == "heartbeat")) sender = Sender::WORKER;
+      check_schema(m, sender);
+      if (!config_.cluster_key.empty())
+        check(m.contains("key") && m["key"].is_string() && same_key(m["key"].get<std::string>(), config_.cluster_key),
+              "'", type, "' without this router's cluster key (--cluster-key-file)");
+      handle(from, sender, m);
+    } catch (const std::exception& e) {
+      drop(from, sender, m, e.what());
+    }
+  }
+
+  // Counts a message refused, logs it (the first few, then every thousandth: a storm must not flood the
+  // log), and tells a client why; a registering peer hears "refused", so that it exits saying why.
+  void drop(const std::string& from, Sender sender, const Message& m, const std::string& reason) {
+    ++malformed_;
+    if (malformed_ <= 20 || malformed_ % 1000 == 0)
+      std::cerr << "servelab router: dropped a message from " << describe(from) << " (" << malformed_
+                << " so far): " << reason << "\n";
+    const std::string type = type_of(m);
+    if (type == "register" && !workers_.count(from)) {
+      send_message(socket_, from, {{"type", "refused"}, {"reason", reason}});
+    } else if (sender == Sender::CLIENT) {
+      Message answer = {{"type", "error"}, {"reason", reason}};
+      if (m.is_object() && m.contains("client_req") && m["client_req"].is_number_unsigned() &&
+          m["client_req"].get<std::uint64_t>() <= std::numeric_limits<std::int32_t>::max())
+        answer = {{"type", "failed"}, {"req", m["client_req"]}, {"reason", reason}};
+      send_message(socket_, from, answer);
+    }
+  }
+
+  void handle(const std::string& from, Sender sender, const Message& m) {
     const std::string type = m["type"];
-    if (auto it = workers_.find(from); it != workers_.end()) it->second.last_seen = now_seconds();
     if (type == "register") return register_worker(from, m);
-    if (type == "heartbeat") return;
-    if (type == "submit") return submit(from, m);
-    if (type == "shutdown") {
-      shutdown_ = true;
+    if (type == "heartbeat") return heartbeat(m);
+    if (sender == Sender::CLIENT) {
+      if (type == "submit") return submit(from, m);
+      if (type == "abort") return abort(from, field_int(m, "client_req", 0, std::numeric_limits<std::int32_t>::max()));
+      if (type == "status") return send_status(from);
+      shutdown_ = true;  // the schema lets a client send nothing else
       return;
     }
-    if (type == "status") return send_status(from);
-    const std::int64_t req = field_int(m, "req", 0, next_req_);
+    workers_.at(from).last_seen = now_seconds();
+    const std::int64_t req = field_int(m, "req", 0, std::numeric_limits<std::int64_t>::max());
     const auto it = requests_.find(req);
     if (it == requests_.end()) return;  // finished or failed already (a late message)
     RoutedRequest& r = it->second;
-    if (type == "allocated") {
+    // A worker speaks only of the requests given to it, and only in the stage its reply is due.
+    const auto due = [&](bool ok, const char* rule) {
+      check(ok, "'", type, "' for request ", req, " refused: ", rule);
+    };
+    if (type == "failed") {
+      due(from == r.prefill || from == r.decode, "only the request's own workers may fail it");
+      return fail_request(req, describe(from) + ": " + field_string(m, "reason"));
+    }
+    r.deadline = now_seconds() + config_.request_timeout;
+    if (type == "allocated" || type == "full") {
+      due(from == r.decode && r.stage == Stage::ALLOCATING, "only its decode worker answers its alloc, once");
+      if (type == "full") {
+        // The request waits for blocks: back to the front of the queue, retried as decodes finish.
+        if (now_seconds() - r.submitted > config_.request_timeout)
+          return fail_request(req, "refused: " + field_string(m, "reason") + " for longer than --request-timeout");
+        r.decode.clear();
+        r.stage = Stage::QUEUED;
+        pending_.push_front(req);
+        return;
+      }
       // A worker of both roles prefills its own requests: the prompt runs where its KV will live.
       r.prefill = workers_.at(r.decode).role == "both" ? r.decode : pick("prefill");
       if (r.prefill.empty()) return fail_request(req, "no prefill worker is registered");
+      r.stage = Stage::PREFILLING;
       r.accounting["prefill_worker"] = workers_.at(r.prefill).id;
       r.accounting["decode_worker"] = workers_.at(r.decode).id;
       Message prefill = {{"type", "prefill"},
                          {"req", req},
                          {"prompt", r.prompt},
-                         {"dst_blocks", m.at("blocks")},
+                         {"dst_blocks", m["blocks"]},
                          {"decode_worker", workers_.at(r.decode).id}};
       prefill.update(r.sampling);
       send_message(socket_, r.prefill, prefill);
-    } else if (type == "full") {
-      // The request waits for blocks: back to the front of the queue, retried as decodes finish.
-      if (now_seconds() - r.submitted > config_.request_timeout)
-        return fail_request(req, "refused: " + field_string(m, "reason") + " for longer than --request-timeout");
-      r.decode.clear();
-      pending_.push_front(req);
     } else if (type == "kv_sending" || type == "kv_ready") {
-      Message forward = m;
+      due(from == r.prefill && r.stage == Stage::PREFILLING, "only its prefill worker reports its KV, once");
+      Message forward = {{"type", type}, {"req", req}, {"src_blocks", m["src_blocks"]}};
       forward["prefill_worker"] = workers_.at(from).id;
-      send_message(socket_, r.decode, forward);
       if (type == "kv_ready") {
+        r.stage = Stage::DECODING;
+        forward["first_token"] = m["first_token"];
+        if (m.contains("accounting")) forward["accounting"] = m["accounting"];
         r.accounting.update(m.value("accounting", Message::object()));
-        send_message(socket_, r.client, {{"type", "token"}, {"req", r.client_req}, {"token", m.at("first_token")}});
+        send_message(socket_, r.client, {{"type", "token"}, {"req", r.client_req}, {"token", m["first_token"]}});
       }
+      send_message(socket_, r.decode, forward);
     } else if (type == "read_done") {
-      send_message(socket_, r.prefill, m);
+      due(from == r.decode && r.stage == Stage::DECODING, "only its decode worker confirms its read");
+      send_message(socket_, r.prefill, {{"type", "read_done"}, {"req", req}});
     } else if (type == "token") {
-      send_message(socket_, r.client, {{"type", "token"}, {"req", r.client_req}, {"token", m.at("token")}});
-    } else if (type == "finished") {
+      due(from == r.decode && r.stage == Stage::DECODING, "only its decode worker streams its tokens");
+      send_message(socket_, r.client, {{"type", "token"}, {"req", r.client_req}, {"token", m["token"]}});
+    } else {  // finished: the schema admits no other type from a worker
+      due(from == r.decode && r.stage == Stage::DECODING, "only its decode worker finishes it");
       r.accounting.update(m.value("accounting", Message::object()));
       send_message(socket_, r.client, {{"type", "finished"}, {"req", r.client_req}, {"accounting", r.accounting}});
       requests_.erase(it);
-    } else if (type == "failed") {
-      fail_request(req, describe(from) + ": " + field_string(m, "reason"));
-    } else {
-      fail("unknown message type '", type, "'");
     }
   }
 
+  // A heartbeat from a worker's own heartbeat socket: it names the worker and the session it was given.
+  void heartbeat(const Message& m) {
+    const int id = static_cast<int>(field_int(m, "worker_id", 0, std::numeric_limits<std::int32_t>::max()));
+    for (auto& [identity, w] : workers_)
+      if (w.id == id) {
+        check(same_key(field_string(m, "session"), w.session), "heartbeat for worker ", id, " with a wrong session");
+        w.last_seen = now_seconds();
+        return;
+      }
+    // A worker evicted meanwhile, or never registered: nothing to keep alive.
+  }
+
+  // Seconds between heartbeats, each way, and between looks for silent workers: four in each
+  // --worker-timeout, so that one late beat is no eviction.
+  double beat_interval() const { return std::min(config_.heartbeat_interval, config_.worker_timeout / 4); }
+
+  // The first setting in which @p a and @p b, two registrations, differ, as one sentence; "" when they agree.
+  static std::string mismatch(const Message& a, const Worker& b) {
+    const std::string new_name = "this " + a["role"].get<std::string>() + " worker",
+                      old_name = b.role + " worker " + std::to_string(b.id) + "'s";
+    const auto differ = [&](const std::string& setting, const std::string& x, const std::string& y) {
+      return new_name + "'s " + setting + " " + x + " differs from " + old_name + " " + y +
+             ": the workers of a fleet must agree on it";
+    };
+    const KVLayout x = kv_layout_from_json(a["kv_layout"]), y = kv_layout_from_json(b.registration["kv_layout"]);
+    if (a["model_hash"] != b.registration["model_hash"])
+      return differ("model hash", a["model_hash"].get<std::string>(), b.registration["model_hash"].get<std::string>());
+    if (x.block_size != y.block_size)
+      return differ("KV block size (--block-size)", std::to_string(x.block_size), std::to_string(y.block_size));
+    if (x.dtype_bytes != y.dtype_bytes)
+      return differ("KV bytes per element (--dtype)", std::to_string(x.dtype_bytes), std::to_string(y.dtype_bytes));
+    if (x.num_layers != y.num_layers || x.kv_dim != y.kv_dim)
+      return differ("KV layers x kv_dim", std::to_string(x.num_layers) + "x" + std::to_string(x.kv_dim),
+                    std::to_string(y.num_layers) + "x" + std::to_string(y.kv_dim));
+    const auto tls = [](const Message& r) {
+      const std::string t = r["ucx_tls"].get<std::string>();
+      return t.empty() ? std::string("UCX's default") : "'" + t + "'";
+    };
+    if (a["ucx_tls"] != b.registration["ucx_tls"])
+      return differ("UCX transports (UCX_TLS)", tls(a), tls(b.registration));
+    return "";
+  }
+
   void register_worker(const std::string& from, const Message& m) {
+    check(!workers_.count(from), "register: this peer is registered already, as ", describe(from));
     const std::string role = field_string(m, "role");
     check(role == "prefill" || role == "decode" || role == "both",
           "register: role must be prefill, decode or both, got '", role, "'");
-    const std::string hash = field_string(m, "model_hash");
+    // Relayed to every peer as it is: checked here, so that a malformed one never reaches a worker.
+    (void)kv_layout_from_json(m["kv_layout"]);
+    (void)transport_info_from_json(m["transport"]);
     for (const auto& [identity, w] : workers_)
-      if (w.registration["model_hash"] != hash) {
-        send_message(socket_, from,
-                     {{"type", "refused"},
-                      {"reason", "model hash " + hash + " differs from " + w.role + " worker " + std::to_string(w.id) +
-                                     "'s " + w.registration["model_hash"].get<std::string>()}});
+      if (const std::string why = mismatch(m, w); !why.empty()) {
+        ++malformed_;
+        std::cerr << "servelab router: refused a " << role << " worker: " << why << "\n";
+        send_message(socket_, from, {{"type", "refused"}, {"reason", why}});
         return;
       }
-    Worker w{next_worker_++, role, m, now_seconds()};
+    Worker w{next_worker_++, role, m, now_seconds(), new_session()};
+    w.registration.erase("key");
     w.registration["worker_id"] = w.id;
-    send_message(socket_, from, {{"type", "registered"}, {"worker_id", w.id}});
+    send_message(
+        socket_, from,
+        {{"type", "registered"}, {"worker_id", w.id}, {"session", w.session}, {"heartbeat_interval", beat_interval()}});
     // The metadata exchange: each side learns the other role's transport keys once (a worker of
     // both roles may move KV to or from any other).
     for (const auto& [identity, other] : workers_)
@@ -178,8 +311,10 @@ class Router {
   }
 
   void submit(const std::string& from, const Message& m) {
+    // The sampling settings are checked here too, so that a bad one is answered before any worker sees it.
+    (void)sampling_from(m, std::numeric_limits<std::int32_t>::max());
     const std::int64_t req = next_req_++;
-    RoutedRequest r{from, field_int(m, "client_req", 0, std::numeric_limits<std::int32_t>::max()), m.at("prompt"),
+    RoutedRequest r{from, field_int(m, "client_req", 0, std::numeric_limits<std::int32_t>::max()), m["prompt"],
                     field_int(m, "max_tokens", 1, std::numeric_limits<std::int32_t>::max())};
     r.submitted = now_seconds();
     for (const char* key : {"sampling", "stop_token_ids"})
@@ -187,6 +322,12 @@ class Router {
     requests_.emplace(req, std::move(r));
     pending_.push_back(req);
     dispatch();
+  }
+
+  // A client's abort of its request @p client_req: its workers free it, the client hears "failed".
+  void abort(const std::string& from, std::int64_t client_req) {
+    for (const auto& [req, r] : requests_)
+      if (r.client == from && r.client_req == client_req) return fail_request(req, "aborted by the client");
   }
 
   // Hands waiting requests, oldest first, to a decode worker for blocks.
@@ -208,11 +349,23 @@ class Router {
         pending_.push_front(req);
         return;
       }
+      r.stage = Stage::ALLOCATING;
+      r.deadline = now_seconds() + config_.request_timeout;
       // The decode worker gets the prompt too: a request it preempts is recomputed there.
       Message alloc = {{"type", "alloc"}, {"req", req}, {"prompt", r.prompt}, {"max_tokens", r.max_tokens}};
       alloc.update(r.sampling);
       send_message(socket_, r.decode, alloc);
     }
+  }
+
+  // Fails every dispatched request its workers have said nothing about for request_timeout.
+  void expire_dispatched(double now) {
+    std::vector<std::int64_t> late;
+    for (const auto& [req, r] : requests_)
+      if (r.stage != Stage::QUEUED && now > r.deadline) late.push_back(req);
+    for (std::int64_t req : late)
+      fail_request(
+          req, "no word from its workers within --request-timeout " + std::to_string(config_.request_timeout) + " s");
   }
 
   // Identities of the workers that can take @p role: those of that role and those of both.
@@ -235,7 +388,9 @@ class Router {
     Message workers = Message::object();
     for (const char* role : {"prefill", "decode", "both"}) workers[role] = 0;
     for (const auto& [identity, w] : workers_) workers[w.role] = workers[w.role].get<int>() + 1;
-    send_message(socket_, to, {{"type", "status"}, {"workers", workers}});
+    send_message(
+        socket_, to,
+        {{"type", "status"}, {"workers", workers}, {"requests", requests_.size()}, {"malformed_messages", malformed_}});
   }
 
   void fail_request(std::int64_t req, const std::string& reason) {
@@ -278,6 +433,7 @@ class Router {
   int next_worker_ = 0;
   std::int64_t next_req_ = 0;
   std::map<std::string, std::size_t> next_of_role_;  // round-robin turn per role
+  long malformed_ = 0;                               // messages dropped: malformed, misdirected or unkeyed
   bool shutdown_ = false;
 };
 

@@ -21,6 +21,26 @@
  * and a request's accounting names the prefill and decode workers that
  * served it; a client's `status` message is answered with the registered
  * workers by role (wait_for_workers() in client.h).
+ *
+ * Trusting nobody: every frame is parsed against control.h's schema for its
+ * sender (a registered identity is a worker; any other peer a client, which
+ * may only submit, abort, ask status and, keyed, shut down), and a worker's
+ * reply is taken only from the worker the request was given to, in the stage
+ * where that reply is due (an `allocated` or `full` only from its decode
+ * worker while it allocates, a `kv_ready` only from its prefill worker while
+ * it prefills). Anything else is dropped and counted (malformed_messages, in
+ * the status answer and the exit line); a client also hears why. With a
+ * cluster key (--cluster-key-file) every message must carry it as "key", so
+ * a peer without it can neither register, shut the router down nor submit;
+ * without one the router trusts its network, as before, and says so. A
+ * registration whose KV layout (block size, dtype, layers, kv_dim), model
+ * hash or UCX transports (UCX_TLS) differ from the registered workers' is
+ * refused with both settings named, before any request can fail on it.
+ * Liveness: a worker's heartbeats come from a thread of their own (a
+ * separate socket naming the worker's id and the session the registration
+ * handed it), so a long forward pass does not look like a dead worker. Every
+ * dispatched request has a deadline: no word about it from its workers for
+ * request_timeout fails it, and the client hears why.
  * @see labs/07_disaggregation/README.md
  */
 #pragma once
@@ -35,7 +55,8 @@ struct RouterConfig {
   std::string endpoint_file;         ///< --endpoint-file: write the bound endpoint here (for workers and clients)
   double heartbeat_interval = 0.25;  ///< seconds between heartbeats to workers
   double worker_timeout = 2;         ///< --worker-timeout: a worker silent this long is evicted
-  double request_timeout = 10;       ///< --request-timeout: longest a request waits for decode blocks
+  double request_timeout = 10;  ///< --request-timeout: longest a request waits for blocks, or for word from its workers
+  std::string cluster_key;      ///< --cluster-key-file's key (read_cluster_key()); empty = no authentication
 };
 
 /**

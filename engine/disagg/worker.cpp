@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: MIT
 #include "disagg/worker.h"
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <limits>
 #include <sstream>
+#include <stop_token>
+#include <thread>
 
 #include "core/enum_names.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/json.h"
 #include "core/timer.h"
 #include "disagg/decode_role.h"
 #include "disagg/kv_transfer_plan.h"
@@ -31,10 +36,18 @@ std::string hex64(std::uint64_t v) {
   return os.str();
 }
 
-std::string read_endpoint(const WorkerConfig& c) {
-  if (!c.router.empty()) return c.router;
-  check(!c.router_file.empty(), "--router or --router-file is required");
-  return wait_for_endpoint_file(c.router_file, c.router_timeout);
+// A DEALER connected to the router that --router names, or --router-file holds; a word that is not
+// a ZeroMQ endpoint is an error naming the flag (and the file).
+zmq::socket_t connect_router(zmq::context_t& context, const WorkerConfig& c) {
+  check(!c.router.empty() || !c.router_file.empty(), "--router or --router-file is required");
+  const std::string endpoint = c.router.empty() ? wait_for_endpoint_file(c.router_file, c.router_timeout) : c.router;
+  try {
+    return connect_dealer(context, endpoint);
+  } catch (const zmq::error_t& e) {
+    const std::string source = c.router.empty() ? "--router-file " + c.router_file + " holds" : "--router is";
+    fail(source, " '", endpoint.substr(0, 80), "', not a ZeroMQ endpoint (", e.what(),
+         "); expected tcp://HOST:PORT, as the router prints and writes to its --endpoint-file");
+  }
 }
 
 std::unique_ptr<Model> load_model(const WorkerConfig& c) {
@@ -83,36 +96,34 @@ class Worker {
     context_.layout = kv_layout_of(engine_.kv_cache());
     if (c.layerwise && c.role == WorkerRole::PREFILL)
       model_->set_layer_hook([this](int layer) { prefill_.on_layer(layer); });
-    socket_ = connect_dealer(zmq_, read_endpoint(c));
+    socket_ = connect_router(zmq_, c);
+    endpoint_ = socket_.get(zmq::sockopt::last_endpoint);
   }
 
   WorkerSummary serve() {
     register_with_router();
-    double last_heard = now_seconds(), next_beat = 0;
+    double last_heard = now_seconds();
     bool shutdown = false;
     while (!shutdown) {
       // Busy (a step to run, or KV on its way in or out): look and go back to work, so that UCX
       // progresses often; over TCP the target of a put or get must serve it. Idle: sleep in the poll.
       const bool busy = engine_.has_unfinished_requests() || prefill_.holding() || decode_.waiting_for_kv();
-      const auto m = receive_message(socket_, busy ? 0 : 2);
+      // Whatever a message holds or causes (a frame that is not JSON, a field of the wrong type, a
+      // zmq error), it is dropped and counted: only the router's shutdown or silence ends the loop.
+      try {
+        if (const auto m = receive_message(socket_, busy ? 0 : 2)) {
+          last_heard = now_seconds();
+          shutdown = handle(*m);
+        }
+      } catch (const std::exception& e) {
+        context_.dropped(e.what());
+      }
       transport_.progress();
       const double now = now_seconds();
-      if (m) {
-        last_heard = now;
-        try {
-          shutdown = handle(*m);
-        } catch (const Error& e) {
-          std::cerr << "servelab worker (" << to_string(c_.role) << "): " << e.what() << "\n";
-        }
-      }
       if (now - last_heard > c_.router_timeout) {
         std::cerr << "servelab worker (" << to_string(c_.role) << "): no word from the router for " << c_.router_timeout
                   << " s; exiting\n";
         break;
-      }
-      if (now >= next_beat) {
-        send_message(socket_, {{"type", "heartbeat"}});
-        next_beat = now + c_.heartbeat_interval;
       }
       prefill_.expire(now);
       decode_.expire(now);
@@ -121,23 +132,47 @@ class Worker {
       if (engine_.has_unfinished_requests() && !prefill_.holding()) step();
     }
     const BlockPool& pool = engine_.kv_cache_manager().block_pool();
-    return {context_.served, pool.num_blocks() - pool.num_free_blocks(), pool.num_blocks()};
+    return {context_.served, pool.num_blocks() - pool.num_free_blocks(), pool.num_blocks(), context_.malformed};
   }
 
  private:
   void register_with_router() {
-    send_message(socket_, {{"type", "register"},
-                           {"role", to_string(c_.role)},
-                           {"transport", to_json(transport_.local_info())},
-                           {"kv_layout", to_json(context_.layout)},
-                           {"model_hash", hash_}});
+    // UCX_TLS goes along: the router refuses a pair whose transports differ, before a request fails on it.
+    const char* tls = std::getenv("UCX_TLS");
+    context_.send({{"type", "register"},
+                   {"role", to_string(c_.role)},
+                   {"transport", to_json(transport_.local_info())},
+                   {"kv_layout", to_json(context_.layout)},
+                   {"model_hash", hash_},
+                   {"ucx_tls", tls ? tls : ""}});
     const auto answer = receive_message(socket_, static_cast<int>(c_.router_timeout * 1000));
     check(answer.has_value(), "router: no answer to the registration within --router-timeout ", c_.router_timeout,
           " s");
-    check((*answer)["type"] != "refused",
-          "router refused the registration: ", answer->value("reason", std::string("no reason given")));
-    check((*answer)["type"] == "registered", "router: expected 'registered', got '", (*answer)["type"], "'");
+    check_schema(*answer, Sender::ROUTER);
+    if ((*answer)["type"] == "refused") fail("router refused the registration: ", field_string(*answer, "reason"));
+    check((*answer)["type"] == "registered", "router: expected 'registered', got ", json_brief((*answer)["type"]));
     context_.self_id = field_worker(*answer, "worker_id");
+    heartbeats_ = std::jthread([this, session = field_string(*answer, "session"),
+                                interval = field_number(*answer, "heartbeat_interval", 0, 3600)](std::stop_token stop) {
+      beat(stop, session, interval);
+    });
+  }
+
+  // The heartbeat thread: its own socket (a ZeroMQ socket belongs to one thread), naming this worker
+  // and its session, so that the router hears it while the loop is inside a long engine step.
+  // @p interval: seconds between beats, as the router asked.
+  void beat(const std::stop_token& stop, const std::string& session, double interval) {
+    zmq::socket_t socket = connect_dealer(zmq_, endpoint_);
+    Message beat = {{"type", "heartbeat"}, {"worker_id", context_.self_id}, {"session", session}};
+    if (!c_.cluster_key.empty()) beat["key"] = c_.cluster_key;
+    double next = 0;
+    while (!stop.stop_requested()) {  // short sleeps: the worker's exit waits for this thread
+      if (now_seconds() >= next) {
+        send_message(socket, beat);
+        next = now_seconds() + interval;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
 
   // One engine step; each output goes to the role whose request it is.
@@ -155,6 +190,7 @@ class Worker {
 
   // Returns true on shutdown.
   bool handle(const Message& m) {
+    check_schema(m, Sender::ROUTER);
     const std::string type = m["type"];
     if (type == "shutdown") return true;
     if (type == "heartbeat" || type == "registered") return false;
@@ -182,7 +218,7 @@ class Worker {
       prefill_.abort(req);
       decode_.abort(req);
     } else {
-      fail("unknown message type '", type, "'");
+      fail("'", type, "' is not a message for a worker");
     }
     return false;
   }
@@ -191,10 +227,11 @@ class Worker {
     const int id = field_worker(m, "worker_id");
     const std::string hash = field_string(m, "model_hash");
     check(hash == hash_, "peer worker ", id, " serves model ", hash, ", this one ", hash_, "; not connecting");
-    const KVLayout layout = kv_layout_from_json(m.at("kv_layout"));
+    check(!context_.peers.count(id), "peer worker ", id, " is known already");
+    const KVLayout layout = kv_layout_from_json(m["kv_layout"]);
     check(layout.compatible(context_.layout), "peer worker ", id,
           ": its KV layout is not this worker's (block size, layers or kv_dim)");
-    context_.peers[id] = {transport_.add_peer(transport_info_from_json(m.at("transport"))), layout};
+    context_.peers[id] = {transport_.add_peer(transport_info_from_json(m["transport"])), layout};
   }
 
   WorkerConfig c_;
@@ -204,9 +241,11 @@ class Worker {
   UcxTransport transport_;
   zmq::context_t zmq_;
   zmq::socket_t socket_;
+  std::string endpoint_;  // the router's, for the heartbeat socket
   WorkerContext context_;
   PrefillRole prefill_{context_};
   DecodeRole decode_{context_};
+  std::jthread heartbeats_;  // last: stopped and joined before anything it reads goes
 };
 
 }  // namespace
@@ -232,6 +271,13 @@ std::vector<std::int32_t> WorkerContext::blocks_of(int request_id) const {
 
 std::string WorkerContext::checksum(int request_id, int num_tokens) const {
   return hex64(kv_checksum(engine.kv_cache(), blocks_of(request_id), num_tokens));
+}
+
+void WorkerContext::dropped(const std::string& why) {
+  ++malformed;
+  if (malformed <= 20 || malformed % 1000 == 0)
+    std::cerr << "servelab worker (" << to_string(config.role) << "): dropped a message (" << malformed
+              << " so far): " << why << "\n";
 }
 
 std::int64_t field_req(const Message& m, const char* key) {

@@ -29,7 +29,16 @@
  *   prefill side progresses UCX (over TCP, and over shared memory when UCX
  *   emulates the get with messages), which it does not during a forward pass;
  * - a worker that hears nothing from the router for router_timeout exits
- *   (cleanly, status 0: the router is gone, not the worker broken).
+ *   (cleanly, status 0: the router is gone, not the worker broken);
+ * - its heartbeats come from a thread of their own, on a socket of their own,
+ *   so that a forward pass longer than the router's --worker-timeout does not
+ *   get a busy worker evicted as a dead one.
+ *
+ * Nothing the router relays is trusted further than control.h's schema: a
+ * message that fails it, or one about a request this worker does not hold in
+ * the state the message needs (an `alloc` for a request it already holds,
+ * KV for a request already decoding), is dropped and counted
+ * (WorkerSummary::malformed_messages), and takes no block.
  * @see labs/07_disaggregation/README.md
  */
 #pragma once
@@ -68,7 +77,7 @@ struct WorkerConfig {
   std::string link_model = "llama-3-8b";  ///< --link-model: the large model whose KV the pacing stands in for
   double kv_timeout = 5;                  ///< --kv-timeout: longest wait for a request's KV (either side), seconds
   double router_timeout = 3;              ///< --router-timeout: exit after this long without a word from the router
-  double heartbeat_interval = 0.25;       ///< seconds between heartbeats
+  std::string cluster_key;                ///< --cluster-key-file's key, sent with every message; empty = none
 };
 
 /// How a worker's run ended.
@@ -76,6 +85,7 @@ struct WorkerSummary {
   long requests_served = 0;  ///< requests it prefilled or decoded to the end
   int blocks_in_use = 0;     ///< KV blocks still held by requests when it stopped (0 after a clean shutdown)
   int num_blocks = 0;        ///< blocks in its pool
+  long malformed_messages = 0;  ///< messages dropped: malformed, or about a request not held in the state they need
 };
 
 /**

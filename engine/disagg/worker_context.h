@@ -38,9 +38,15 @@ struct WorkerContext {
   int vocab_size = 0;           ///< the model's: token ids in messages must be below it
   int self_id = -1;             ///< the router's id for this worker
   long served = 0;              ///< requests prefilled or decoded to the end
+  long malformed = 0;           ///< messages dropped (WorkerSummary::malformed_messages)
 
-  /// Sends @p message to the router.
-  void send(const Message& message) { send_message(socket, message); }
+  /// Sends @p message to the router, with the cluster key when there is one.
+  void send(Message message) {
+    if (!config.cluster_key.empty()) message["key"] = config.cluster_key;
+    send_message(socket, message);
+  }
+  /// Counts a message dropped because @p why, and logs it (the first few, then every thousandth).
+  void dropped(const std::string& why);
   /// Tells the router that request @p req failed here and why.
   void report_failure(std::int64_t req, const std::string& reason) {
     send({{"type", "failed"}, {"req", req}, {"reason", reason}});

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -46,10 +47,13 @@ struct Cluster {
     dir = std::filesystem::temp_directory_path() /
           ("servelab-lab07-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::create_directories(dir);
+    // Keyed, as a fleet on a shared network is: every message of the workers and of the client carries it.
+    std::ofstream(dir / "key") << key << "\n";
     const std::string file = (dir / "router").string();
     router = std::make_unique<ChildProcess>(
         std::vector<std::string>{SERVELAB_EXE, "router", "--endpoint-file", file, "--worker-timeout",
-                                 std::to_string(o.worker_timeout), "--request-timeout", "10"},
+                                 std::to_string(o.worker_timeout), "--request-timeout", "10", "--cluster-key-file",
+                                 (dir / "key").string()},
         std::vector<std::pair<std::string, std::string>>{});
     endpoint = wait_for_endpoint_file(file, kStartTimeout);
     if (o.both) {
@@ -90,18 +94,21 @@ struct Cluster {
                                   "--router-timeout",
                                   std::to_string(options.router_timeout),
                                   "--link",
-                                  options.link};
+                                  options.link,
+                                  "--cluster-key-file",
+                                  (dir / "key").string()};
     if (options.layerwise) argv.push_back("--layerwise");
     argv.insert(argv.end(), options.engine_flags.begin(), options.engine_flags.end());
     return std::make_unique<ChildProcess>(argv, env);
   }
   // Shuts everything down and returns the workers' exit statuses (0: no block held at exit).
   std::pair<std::optional<int>, std::optional<int>> stop() {
-    shutdown_router(endpoint);
+    shutdown_router(endpoint, key);
     return {prefill->wait_for(kExitTimeout), decode ? decode->wait_for(kExitTimeout) : std::optional<int>(0)};
   }
 
   ClusterOptions options;
+  std::string key = "lab07-test-cluster-key-" + std::to_string(::getpid());  // --cluster-key-file's
   std::filesystem::path dir;
   std::string endpoint;
   std::unique_ptr<ChildProcess> router, prefill, decode;
@@ -160,7 +167,7 @@ void check_against_colocated(const std::vector<ClientRequest>& rs, const std::ve
 /// Serves requests() through @p cluster and checks every one against the colocated engine; returns the results.
 std::vector<ClientResult> serve_checked(const Cluster& cluster) {
   const std::vector<ClientRequest> rs = requests();
-  std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
+  std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout, cluster.key);
   check_against_colocated(rs, results);
   return results;
 }
@@ -178,8 +185,8 @@ TEST_CASE("disaggregated greedy tokens equal the colocated engine's, over TCP an
 
 TEST_CASE("2P2D: each role takes turns, every request is served right, and every worker exits clean", "[disagg]") {
   Cluster cluster({.prefill_workers = 2, .decode_workers = 2});
-  wait_for_workers(cluster.endpoint, 2, 2, kStartTimeout);
-  CHECK_THROWS_WITH(wait_for_workers(cluster.endpoint, 3, 2, 0.3),
+  wait_for_workers(cluster.endpoint, 2, 2, kStartTimeout, cluster.key);
+  CHECK_THROWS_WITH(wait_for_workers(cluster.endpoint, 3, 2, 0.3, cluster.key),
                     Catch::Contains("2 prefill and 2 decode workers registered within 0.3 s"));
   const std::vector<ClientResult> results = serve_checked(cluster);
   std::set<int> prefill_ids, decode_ids;
@@ -196,7 +203,7 @@ TEST_CASE("2P2D: each role takes turns, every request is served right, and every
 TEST_CASE("a worker of both roles serves alone, colocated: the same tokens, no KV moved", "[disagg]") {
   Cluster cluster({.both = true});
   const std::vector<ClientRequest> rs = requests();
-  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
+  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout, cluster.key);
   const auto expected = colocated_tokens(rs);
   for (std::size_t i = 0; i < rs.size(); ++i) {
     REQUIRE(results[i].error.empty());
@@ -215,12 +222,12 @@ TEST_CASE("layer-wise streaming moves the same KV as the whole-request write, an
   std::vector<ClientResult> whole, streamed;
   {
     Cluster cluster({});
-    whole = run_client(cluster.endpoint, rs, kRequestTimeout);
+    whole = run_client(cluster.endpoint, rs, kRequestTimeout, cluster.key);
     CHECK(cluster.stop() == std::pair{std::optional<int>(0), std::optional<int>(0)});
   }
   {
     Cluster cluster({.layerwise = true});
-    streamed = run_client(cluster.endpoint, rs, kRequestTimeout);
+    streamed = run_client(cluster.endpoint, rs, kRequestTimeout, cluster.key);
     CHECK(cluster.stop() == std::pair{std::optional<int>(0), std::optional<int>(0)});
   }
   check_against_colocated(rs, streamed);
@@ -254,7 +261,7 @@ TEST_CASE("link emulation paces a transfer to no faster than bytes over the scal
   // tiny's KV is 512 B a token against Llama-3-8B's 131,072: HDR's 25 GB/s scales to 97.7 MB/s.
   Cluster cluster({.link = "ib-hdr"});
   const std::vector<ClientRequest> one{{.prompt = std::vector<std::int32_t>(200, 7), .max_tokens = 1}};
-  const ClientResult r = run_client(cluster.endpoint, one, kRequestTimeout)[0];
+  const ClientResult r = run_client(cluster.endpoint, one, kRequestTimeout, cluster.key)[0];
   REQUIRE(r.error.empty());
   const double rate = 25e9 * 512.0 / 131072.0;
   CHECK(r.accounting.at("paced_bytes_per_second").get<double>() == Approx(rate));
@@ -267,17 +274,17 @@ TEST_CASE("a prefill worker killed before KV_READY: decode frees the blocks and 
   Cluster cluster({.decode_blocks = 3, .kv_timeout = 0.5, .worker_timeout = 1.5});
   const std::vector<ClientRequest> one{{.prompt = {1, 2, 3, 4, 5, 6, 7, 8}, .max_tokens = 4}};
   // Warm: the pair works.
-  REQUIRE(run_client(cluster.endpoint, one, kRequestTimeout)[0].error.empty());
+  REQUIRE(run_client(cluster.endpoint, one, kRequestTimeout, cluster.key)[0].error.empty());
   cluster.prefill->signal(SIGKILL);
   REQUIRE(cluster.prefill->wait_for(kExitTimeout).has_value());
-  const ClientResult lost = run_client(cluster.endpoint, one, kRequestTimeout)[0];
+  const ClientResult lost = run_client(cluster.endpoint, one, kRequestTimeout, cluster.key)[0];
   INFO("reason: " << lost.error);
   CHECK_THAT(lost.error, Catch::Contains("no KV arrived within --kv-timeout") || Catch::Contains("stopped responding"));
   // A new prefill worker; the request needs every decode block, so it succeeds only if they were freed.
   cluster.prefill = cluster.start_worker("prefill", 64);
   ClientResult again;
   for (int attempt = 0; attempt < 20; ++attempt) {  // until the router has evicted the dead worker (1.5 s)
-    again = run_client(cluster.endpoint, one, kRequestTimeout)[0];
+    again = run_client(cluster.endpoint, one, kRequestTimeout, cluster.key)[0];
     if (again.error.empty()) break;
   }
   CHECK(again.error.empty());
@@ -287,7 +294,7 @@ TEST_CASE("a prefill worker killed before KV_READY: decode frees the blocks and 
 TEST_CASE("when the router dies the workers exit cleanly", "[disagg]") {
   Cluster cluster({.router_timeout = 1});
   const std::vector<ClientRequest> one{{.prompt = {3, 1, 4}, .max_tokens = 2}};
-  REQUIRE(run_client(cluster.endpoint, one, kRequestTimeout)[0].error.empty());
+  REQUIRE(run_client(cluster.endpoint, one, kRequestTimeout, cluster.key)[0].error.empty());
   cluster.router->signal(SIGKILL);
   CHECK(cluster.prefill->wait_for(kExitTimeout) == std::optional<int>(0));
   CHECK(cluster.decode->wait_for(kExitTimeout) == std::optional<int>(0));
@@ -304,7 +311,7 @@ TEST_CASE("a decode worker whose blocks run out preempts and recomputes, and the
     r.max_tokens = 400;
     rs.push_back(r);
   }
-  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
+  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout, cluster.key);
   const auto expected = colocated_tokens(rs);
   long preemptions = 0;
   for (std::size_t i = 0; i < rs.size(); ++i) {
@@ -324,7 +331,7 @@ TEST_CASE("a sampled request and a stop token reach the decode worker: the coloc
   Cluster cluster({});
   std::vector<ClientRequest> rs = requests();
   for (std::size_t i = 0; i < rs.size(); ++i) rs[i].sampling.params = {.temperature = 1.2f, .seed = 40 + i};
-  const std::vector<ClientResult> sampled = run_client(cluster.endpoint, rs, kRequestTimeout);
+  const std::vector<ClientResult> sampled = run_client(cluster.endpoint, rs, kRequestTimeout, cluster.key);
   const auto expected = colocated_tokens(rs);
   for (std::size_t i = 0; i < rs.size(); ++i) {
     REQUIRE(sampled[i].error.empty());
@@ -333,7 +340,7 @@ TEST_CASE("a sampled request and a stop token reach the decode worker: the coloc
   // A stop token: the first request's third output ends it at its first occurrence.
   std::vector<ClientRequest> stopped{rs[0]};
   stopped[0].sampling.stop_token_ids = {sampled[0].tokens.at(2)};
-  const ClientResult s = run_client(cluster.endpoint, stopped, kRequestTimeout)[0];
+  const ClientResult s = run_client(cluster.endpoint, stopped, kRequestTimeout, cluster.key)[0];
   REQUIRE(s.error.empty());
   const auto first_stop = std::find(sampled[0].tokens.begin(), sampled[0].tokens.end(), sampled[0].tokens[2]);
   CHECK(s.tokens == std::vector<std::int32_t>(sampled[0].tokens.begin(), first_stop + 1));
@@ -348,7 +355,7 @@ TEST_CASE("workers with lab 06's chunked prefill (budget 8, prompts up to 17 tok
   Cluster cluster(
       {.both = role == "both", .engine_flags = {"--enable-chunked-prefill", "--max-num-batched-tokens", "8"}});
   const std::vector<ClientRequest> rs = requests();
-  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout);
+  const std::vector<ClientResult> results = run_client(cluster.endpoint, rs, kRequestTimeout, cluster.key);
   if (role == "split") {
     check_against_colocated(rs, results);
   } else {
@@ -403,13 +410,13 @@ TEST_CASE("a full decode worker makes requests wait, and refuses one that can ne
   // Room for one request of 8 + 4 tokens at a time.
   Cluster cluster({.decode_blocks = 3});
   std::vector<ClientRequest> rs(3, ClientRequest{.prompt = {9, 8, 7, 6, 5, 4, 3, 2}, .max_tokens = 4});
-  const std::vector<ClientResult> waited = run_client(cluster.endpoint, rs, kRequestTimeout);
+  const std::vector<ClientResult> waited = run_client(cluster.endpoint, rs, kRequestTimeout, cluster.key);
   for (const ClientResult& r : waited) {
     CHECK(r.error.empty());  // none lost: each waited for the one before to free its blocks
     CHECK(r.tokens == waited[0].tokens);
   }
   const std::vector<ClientRequest> huge{{.prompt = std::vector<std::int32_t>(20, 1), .max_tokens = 4}};
-  const ClientResult refused = run_client(cluster.endpoint, huge, kRequestTimeout)[0];
+  const ClientResult refused = run_client(cluster.endpoint, huge, kRequestTimeout, cluster.key)[0];
   CHECK_THAT(refused.error, Catch::Contains("needs 6 KV blocks but the whole cache has 3"));
   const auto [prefill, decode] = cluster.stop();
   CHECK(prefill == std::optional<int>(0));
