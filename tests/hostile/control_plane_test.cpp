@@ -74,7 +74,7 @@ struct WorkerSpec {
 
 // A router, keyed or not, and the workers a test starts, all on 127.0.0.1.
 struct Fleet {
-  explicit Fleet(bool keyed, double worker_timeout = 2, double request_timeout = 5) : keyed(keyed) {
+  explicit Fleet(bool with_key, double worker_timeout = 2, double request_timeout = 5) : keyed(with_key) {
     std::vector<std::string> args{"router",
                                   "--endpoint-file",
                                   scratch.path("endpoint"),
