@@ -28,10 +28,14 @@ AttentionTraffic attention_traffic(AttentionVersion version, const AttentionProb
   double pairs = 0;  // visible (query, key) pairs per head
   for (int i = 0; i < n; ++i) pairs += c + i + 1;
   t.flops = 4.0 * D * pairs * H;
-  // Pairs a version computes when its blocks of `rows` queries each stop at their last query's key.
-  const auto block_pairs = [&](int rows) {
+  // Calls f(rows, keys) for each block of `block` queries, its keys stopping at the block's last query.
+  const auto for_each_block = [&](int block, auto&& f) {
+    for (int i = 0; i < n; i += block) f(static_cast<double>(std::min(block, n - i)), c + std::min(n, i + block));
+  };
+  // Pairs a version computes when its blocks of `block` queries each stop at their last query's key.
+  const auto block_pairs = [&](int block) {
     double computed = 0;
-    for (int i = 0; i < n; i += rows) computed += std::min(rows, n - i) * (c + std::min(n, i + rows));
+    for_each_block(block, [&](double rows, double keys) { computed += rows * keys; });
     return computed;
   };
   const double q_and_o = 2.0 * n * H * D * kF;  // every version reads Q and writes O once
@@ -51,31 +55,26 @@ AttentionTraffic attention_traffic(AttentionVersion version, const AttentionProb
     case AttentionVersion::STANDARD_CAUSAL:
       // Per (query tile, head): K and V up to the tile's last query, and 4 floats per computed pair of S and P.
       t.bytes = q_and_o;
-      for (int i = 0; i < n; i += kFlashQueryTile) {
-        const double rows = std::min(kFlashQueryTile, n - i), keys = c + i + rows;
-        t.bytes += H * (2.0 * keys * D * kF + 4.0 * rows * keys * kF);
-      }
+      for_each_block(kFlashQueryTile,
+                     [&](double rows, double keys) { t.bytes += H * (2.0 * keys * D * kF + 4.0 * rows * keys * kF); });
       t.flops_done = 4.0 * D * block_pairs(kFlashQueryTile) * H;
       t.assumes = "one row of S while the softmax runs over it; each tile's K and V packed once by its sgemm";
       break;
     case AttentionVersion::BLOCKED:
       // Per (query block of 64, head): K and V up to the block's last query; the 64 × keys slab spills past M.
       t.bytes = q_and_o;
-      for (int i = 0; i < n; i += kBlockedQueryBlock) {
-        const double rows = std::min(kBlockedQueryBlock, n - i), keys = c + i + rows;
+      for_each_block(kBlockedQueryBlock, [&](double rows, double keys) {
         t.bytes += H * (2.0 * keys * D * kF + table_bytes(p, keys));
         if (rows * keys * kF >= M) t.bytes += H * 4.0 * rows * keys * kF;
-      }
+      });
       t.flops_done = 4.0 * D * block_pairs(kBlockedQueryBlock) * H;
       t.assumes = "the 64 × keys slab of S while it fits in M, written and read 4 times when it does not";
       break;
     case AttentionVersion::FLASH:
       // Per (query tile, head): K and V up to the tile's last query, once; S and P stay in the tile.
       t.bytes = q_and_o;
-      for (int i = 0; i < n; i += kFlashQueryTile) {
-        const double keys = c + std::min(n, i + kFlashQueryTile);
-        t.bytes += H * (2.0 * keys * D * kF + table_bytes(p, keys));
-      }
+      for_each_block(kFlashQueryTile,
+                     [&](double, double keys) { t.bytes += H * (2.0 * keys * D * kF + table_bytes(p, keys)); });
       t.flops_done = 4.0 * D * block_pairs(kFlashQueryTile) * H;
       t.assumes = "a " + std::to_string(kFlashQueryTile) + " × d tile of Q and Õ and a " +
                   std::to_string(kFlashQueryTile) + " × " + std::to_string(kFlashKeyTile) + " tile of S";

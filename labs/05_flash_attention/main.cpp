@@ -96,8 +96,10 @@ struct Flags {
   std::string serving_preset = "small";
 };
 
-/// Registers @p f's flags; returns them by name so --quick can tell which were given.
-std::map<std::string, CLI::Option*> add_flags(CLI::App& app, Flags& f) {
+/// Registers the common flags into @p o and the lab's into @p f; returns the lab's by name so --quick can tell
+/// which were given.
+std::map<std::string, CLI::Option*> add_flags(CLI::App& app, LabOptions& o, Flags& f) {
+  add_common_options(app, o, "qwen2.5-0.5b");
   return {
       {"lengths", app.add_option("--lengths", f.lengths, "prefill lengths L of the main table")->capture_default_str()},
       {"contexts", app.add_option("--contexts", f.contexts, "decode contexts")->capture_default_str()},
@@ -119,11 +121,10 @@ std::map<std::string, CLI::Option*> add_flags(CLI::App& app, Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Lab 05: FlashAttention, naive to flash to split-K decode", "lab_05_flash_attention"};
   LabOptions o;
-  add_common_options(app, o, "qwen2.5-0.5b");
   Flags f;
-  const auto given = add_flags(app, f);
+  CLI::App app{"Lab 05: FlashAttention, naive to flash to split-K decode", "lab_05_flash_attention"};
+  const auto given = add_flags(app, o, f);
 
   return run_lab(app, argc, argv, [&] {
     const double M = cpu_fast_memory_bytes();
