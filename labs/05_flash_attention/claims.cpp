@@ -14,6 +14,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "core/thread_pool.h"
 #include "lab05.h"
 #include "perf/machine.h"
@@ -66,27 +68,44 @@ std::string load_average(int threads) {
   return "load average " + fixed(one, 1) + " on " + std::to_string(threads) + " threads";
 }
 
+/// This CPU's last-level cache in bytes (sysfs index3, else sysconf), 0 when neither says.
+double last_level_cache_bytes() {
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
+  double size = 0;
+  if (f >> size) size *= f.peek() == 'M' ? 1024.0 * 1024 : f.peek() == 'K' ? 1024.0 : 1.0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  if (!(size > 0)) size = static_cast<double>(sysconf(_SC_LEVEL3_CACHE_SIZE));
+#endif
+  return size > 0 ? size : 0.0;
+}
+
 /**
- * Why flash (@p flash_ms) did not beat @p other (@p other_ms) although it moves @p saved_bytes fewer: the saving at
- * this machine's measured read bandwidth, against what flash lost.
+ * Why flash (@p flash_ms) did not beat @p other (@p other_ms) although it moves @p saved_bytes fewer: where the
+ * other's spilled buffers (@p spilled_bytes over all threads) live, and the saving at this machine's measured read
+ * bandwidth against what flash lost.
  */
 std::string traffic_cause(const Bench& bench, const std::string& other, int L, double other_ms, double flash_ms,
-                          double saved_bytes, double flops_ratio) {
-  const double gbs = read_gbs(bench), saved_ms = saved_bytes / (gbs * 1e9) * 1e3;
-  return "at L = " + std::to_string(L) + " the " + mib(saved_bytes) + " flash does not move would take " +
-         fixed(saved_ms, 1) + " ms at the " + fixed(gbs, 1) + " GB/s read bandwidth measured here (" +
+                          double saved_bytes, double spilled_bytes, double flops_ratio) {
+  const double gbs = read_gbs(bench), saved_ms = saved_bytes / (gbs * 1e9) * 1e3, llc = last_level_cache_bytes();
+  std::string cause = "at L = " + std::to_string(L) + " ";
+  if (llc > spilled_bytes)
+    cause += other + "'s buffers of S (" + mib(spilled_bytes) + " over " +
+             std::to_string(bench.fast.pool->num_threads()) + " threads) fit in this CPU's " + mib(llc) +
+             " L3, so what the count calls main-memory traffic is served by L3; ";
+  return cause + "the " + mib(saved_bytes) + " flash does not move would take " + fixed(saved_ms, 1) +
+         " ms even at the " + fixed(gbs, 1) + " GB/s DRAM read bandwidth measured here (" +
          fixed(100 * saved_ms / other_ms, 0) + "% of " + other + "'s " + fixed(other_ms, 1) +
          " ms), while flash took " + fixed(flash_ms, 1) + " ms, " + fixed(flash_ms - other_ms, 1) +
          " ms more, executing " + fixed(flops_ratio, 2) + "x " + other +
-         "'s FLOPs through 64-key sgemms: on this CPU the caches hide more of the traffic than flash's "
-         "smaller matrix products give back";
+         "'s FLOPs through 64-key sgemms: the traffic is a small share of the time on this CPU, and "
+         "flash's other costs outweigh it";
 }
 
 }  // namespace
 
 std::string check_claims(Report& report, const Bench& bench, const Prefill& prefill, const Crossover& crossover,
                          const Decode& decode, const ServingResult& serving, const std::vector<std::string>& failed) {
-  const double M = bench.fast_memory;
+  const double M = bench.fast_memory, threads = bench.fast.pool->num_threads();
   const int L_star = crossover.crossover_length;
   const PrefillPoint* longest = prefill.points.empty() ? nullptr : &prefill.points.back();
 
@@ -181,6 +200,7 @@ std::string check_claims(Report& report, const Bench& bench, const Prefill& pref
                   fixed(v3->ms, 1) + " ms vs " + fixed(v1c->ms, 1) + " ms, " + time_ratio(v3->ms, v1c->ms);
       if (v3->ms >= v1c->ms && held)
         cause = traffic_cause(bench, "v1 causal", p.length, v1c->ms, v3->ms, v1c->traffic.bytes - v3->traffic.bytes,
+                              threads * static_cast<double>(p.length) * p.length * sizeof(float),
                               v3->traffic.flops_done / v1c->traffic.flops_done);
       held = held && v3->ms < v1c->ms;
     }
@@ -241,6 +261,7 @@ std::string check_claims(Report& report, const Bench& bench, const Prefill& pref
                   time_ratio(p.v3->ms, p.v2->ms);
       if (p.v3->ms >= p.v2->ms && held)
         cause = traffic_cause(bench, "v2", p.L, p.v2->ms, p.v3->ms, p.v2->traffic.bytes - p.v3->traffic.bytes,
+                              threads * static_cast<double>(kBlockedQueryBlock) * p.L * sizeof(float),
                               p.v3->traffic.flops_done / p.v2->traffic.flops_done);
       held = held && p.v3->ms < p.v2->ms;
     }

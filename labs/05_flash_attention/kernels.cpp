@@ -2,7 +2,8 @@
 /**
  * @file kernels.cpp
  * @brief Lab 05's kernel tables: (1) every attention version on causal
- *        prefill, (2) blocked against flash on each preset's heads, (3)
+ *        prefill, (2) blocked against flash around the crossover length on
+ *        one head, (3) blocked against flash on each preset's heads, (4)
  *        decode with and without split-K. Each version is checked against v0
  *        before it is timed; one that fails is left out and named.
  * @see labs/05_flash_attention/README.md

@@ -4,12 +4,14 @@
  * @brief Lab 05 — FlashAttention: the same attention output from five
  *        versions, and the bytes each one moves through main memory.
  *
- * v0 (the specification) is plain loops; v1 writes S and P out in full; v2
+ * v0 (the specification) is plain loops; v1 writes S and P out in full, on
+ * the whole matrix or (the equal-work baseline) on flash's causal tiles; v2
  * scores a block of queries at a time; v3 is flash attention (tiles and the
  * online softmax); v4 splits a long decode's keys across threads; v5 runs v3
  * and v4 through lab 04's block table. Every version is checked against v0
  * before it is timed. Then lab 04's serving run is repeated with flash on
- * and must give the same greedy tokens in deterministic mode.
+ * and must give the same greedy tokens in deterministic mode, and the
+ * verdict lists the chapter's claims as checks on this run (claims.cpp).
  * @see labs/05_flash_attention/README.md
  */
 #include <algorithm>
@@ -34,7 +36,7 @@ using namespace servelab::lab05;
 
 namespace {
 
-// 4. Lab 04's serving run with flash on: the same greedy tokens in deterministic mode, so flash changed
+// 5. Lab 04's serving run with flash on: the same greedy tokens in deterministic mode, so flash changed
 //    what attention costs and nothing it computes.
 ServingResult serving_check(Report& report, const LabOptions& o, const std::string& serving_preset, int num_requests) {
   LabOptions so = o;

@@ -124,6 +124,7 @@ TEST_CASE("lab 05 refuses bad flags with one error naming the flag", "[lab05]") 
   const std::string lab = LAB05_EXE;
   test::check_refused(lab + " --quick --lengths 0 --out /tmp", "--lengths");
   test::check_refused(lab + " --quick --contexts -4 --out /tmp", "--contexts");
+  test::check_refused(lab + " --quick --crossover-lengths 0 --out /tmp", "--crossover-lengths");
   test::check_refused(lab + " --quick --attention fast --out /tmp", "--attention");
 }
 
