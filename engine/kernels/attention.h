@@ -16,6 +16,7 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -65,14 +66,45 @@ void attention_naive(const KernelContext& ctx, float* out, const float* q, const
 void attention_blocked(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
                        const AttentionShape& shape);
 
+/// How much of the score matrix v1 (attention_standard()) computes.
+enum class StandardWork {
+  /// Every (query, key) pair, the masked ones thrown away afterwards, as the paper's Algorithm 0 reads:
+  /// about twice the FLOPs flash does on a causal prefill.
+  FULL_MATRIX,
+  /// Query tiles of kFlashQueryTile rows, each scored only against the keys its last query may see: flash's
+  /// work exactly (the same pairs computed), with S and P still written out in full. The equal-work baseline.
+  SKIP_MASKED,
+};
+
 /**
  * @brief Lab 05's v1, standard attention as the FlashAttention paper states
- *        it: S = Q·Kᵀ for every (query, key) pair, P = softmax(S), O = P·V,
- *        with S and P written out in full ([num_new_tokens, keys] per head).
+ *        it: S = Q·Kᵀ, P = softmax(S), O = P·V, with S and P written out in
+ *        full ([num_new_tokens, keys] per head) before the next step reads
+ *        them.
+ * @param work FULL_MATRIX computes every pair; SKIP_MASKED skips the tiles
+ *        above the diagonal, so it does flash's FLOPs and differs from flash
+ *        only in the traffic of S and P.
  * @see engine/kernels/attention_v1_standard.cpp for what it moves.
  */
 void attention_standard(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
-                        const AttentionShape& shape);
+                        const AttentionShape& shape, StandardWork work = StandardWork::FULL_MATRIX);
+
+/// A block of new tokens of one head of one sequence: the work item of v1 (skipping), v2 and v3.
+struct QueryBlock {
+  const AttentionSeq* seq;  ///< the sequence (not owned)
+  int head;                 ///< query head
+  int first, count;         ///< query rows [first, first + count) of the sequence's new tokens
+};
+
+/// Every (sequence, head, block of up to @p block_rows new tokens), in that order.
+inline std::vector<QueryBlock> query_blocks(const std::vector<AttentionSeq>& seqs, int num_heads, int block_rows) {
+  std::vector<QueryBlock> items;
+  for (const auto& s : seqs)
+    for (int h = 0; h < num_heads; ++h)
+      for (int i = 0; i < s.num_new_tokens; i += block_rows)
+        items.push_back({&s, h, i, std::min(block_rows, s.num_new_tokens - i)});
+  return items;
+}
 
 /**
  * @brief Lab 05's v3, FlashAttention: query tiles against key tiles with

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <fstream>
 
+#include <unistd.h>
+
 namespace servelab {
 
 namespace {
@@ -26,35 +28,54 @@ AttentionTraffic attention_traffic(AttentionVersion version, const AttentionProb
   double pairs = 0;  // visible (query, key) pairs per head
   for (int i = 0; i < n; ++i) pairs += c + i + 1;
   t.flops = 4.0 * D * pairs * H;
+  // Calls f(rows, keys) for each block of `block` queries, its keys stopping at the block's last query.
+  const auto for_each_block = [&](int block, auto&& f) {
+    for (int i = 0; i < n; i += block) f(static_cast<double>(std::min(block, n - i)), c + std::min(n, i + block));
+  };
+  // Pairs a version computes when its blocks of `block` queries each stop at their last query's key.
+  const auto block_pairs = [&](int block) {
+    double computed = 0;
+    for_each_block(block, [&](double rows, double keys) { computed += rows * keys; });
+    return computed;
+  };
   const double q_and_o = 2.0 * n * H * D * kF;  // every version reads Q and writes O once
   switch (version) {
     case AttentionVersion::REFERENCE:
       // Each (query, head) reads K and V of its visible keys; its score row stays in cache.
       t.bytes = q_and_o + 2.0 * D * kF * pairs * H;
+      t.flops_done = t.flops;
       t.assumes = "one row of scores (p + 1 floats) per thread";
       break;
     case AttentionVersion::STANDARD:
       // Per head: K and V once (the sgemms pack them), S written, read and written as P, P read: 4 n·keys.
       t.bytes = q_and_o + H * (2.0 * keys_total * D * kF + 4.0 * n * keys_total * kF);
+      t.flops_done = 4.0 * D * n * keys_total * H;
       t.assumes = "one row of S while the softmax runs over it; Q, K, V packed once by each sgemm";
+      break;
+    case AttentionVersion::STANDARD_CAUSAL:
+      // Per (query tile, head): K and V up to the tile's last query, and 4 floats per computed pair of S and P.
+      t.bytes = q_and_o;
+      for_each_block(kFlashQueryTile,
+                     [&](double rows, double keys) { t.bytes += H * (2.0 * keys * D * kF + 4.0 * rows * keys * kF); });
+      t.flops_done = 4.0 * D * block_pairs(kFlashQueryTile) * H;
+      t.assumes = "one row of S while the softmax runs over it; each tile's K and V packed once by its sgemm";
       break;
     case AttentionVersion::BLOCKED:
       // Per (query block of 64, head): K and V up to the block's last query; the 64 × keys slab spills past M.
       t.bytes = q_and_o;
-      for (int i = 0; i < n; i += 64) {
-        const double rows = std::min(64, n - i), keys = c + i + rows;
+      for_each_block(kBlockedQueryBlock, [&](double rows, double keys) {
         t.bytes += H * (2.0 * keys * D * kF + table_bytes(p, keys));
-        if (rows * keys * kF > M) t.bytes += H * 4.0 * rows * keys * kF;
-      }
+        if (rows * keys * kF >= M) t.bytes += H * 4.0 * rows * keys * kF;
+      });
+      t.flops_done = 4.0 * D * block_pairs(kBlockedQueryBlock) * H;
       t.assumes = "the 64 × keys slab of S while it fits in M, written and read 4 times when it does not";
       break;
     case AttentionVersion::FLASH:
       // Per (query tile, head): K and V up to the tile's last query, once; S and P stay in the tile.
       t.bytes = q_and_o;
-      for (int i = 0; i < n; i += kFlashQueryTile) {
-        const double keys = c + std::min(n, i + kFlashQueryTile);
-        t.bytes += H * (2.0 * keys * D * kF + table_bytes(p, keys));
-      }
+      for_each_block(kFlashQueryTile,
+                     [&](double, double keys) { t.bytes += H * (2.0 * keys * D * kF + table_bytes(p, keys)); });
+      t.flops_done = 4.0 * D * block_pairs(kFlashQueryTile) * H;
       t.assumes = "a " + std::to_string(kFlashQueryTile) + " × d tile of Q and Õ and a " +
                   std::to_string(kFlashQueryTile) + " × " + std::to_string(kFlashKeyTile) + " tile of S";
       break;
@@ -65,6 +86,7 @@ AttentionTraffic attention_traffic(AttentionVersion version, const AttentionProb
       t.bytes = q_and_o + KVH * (2.0 * keys_total * D * kF + pieces * table_bytes(p, keys_total / pieces)) +
                 2.0 * pieces * n * group * KVH * (D + 2) * kF;
       if (pieces > 1) t.bytes += (pieces - 1) * n * H * D * kF;  // every piece but the first reads the group's Q again
+      t.flops_done = 4.0 * D * n * keys_total * H;  // every row of the group against every key of its pieces
       t.assumes = "one piece's tile of the group's rows (" + std::to_string(static_cast<int>(group)) + " × d)";
       break;
     }
@@ -89,13 +111,21 @@ double cpu_fast_memory_bytes() {
     if (f.peek() == 'K') size *= 1024;
     if (f.peek() == 'M') size *= 1024 * 1024;
   }
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  if (!(size > 0)) size = static_cast<double>(sysconf(_SC_LEVEL2_CACHE_SIZE));
+#endif
   return size > 0 ? size : 1024.0 * 1024.0;
+}
+
+int blocked_crossover_length(double fast_memory_bytes) {
+  return static_cast<int>(std::ceil(fast_memory_bytes / (kBlockedQueryBlock * kF)));
 }
 
 const char* version_name(AttentionVersion v) {
   switch (v) {
     case AttentionVersion::REFERENCE: return "v0 reference";
-    case AttentionVersion::STANDARD: return "v1 standard (S, P in memory)";
+    case AttentionVersion::STANDARD: return "v1 standard";
+    case AttentionVersion::STANDARD_CAUSAL: return "v1 standard, causal";
     case AttentionVersion::BLOCKED: return "v2 blocked";
     case AttentionVersion::FLASH: return "v3 flash";
     case AttentionVersion::SPLIT_K: return "v4 split-K";

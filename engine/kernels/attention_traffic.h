@@ -27,11 +27,12 @@ namespace servelab {
 
 /// Lab 05's versions (v5, paged, is v3 or v4 with a block size).
 enum class AttentionVersion {
-  REFERENCE,  ///< v0 attention_naive()
-  STANDARD,   ///< v1 attention_standard()
-  BLOCKED,    ///< v2 attention_blocked()
-  FLASH,      ///< v3 attention_flash()
-  SPLIT_K,    ///< v4 attention_split_k()
+  REFERENCE,        ///< v0 attention_naive()
+  STANDARD,         ///< v1 attention_standard(), every pair (StandardWork::FULL_MATRIX)
+  STANDARD_CAUSAL,  ///< v1 attention_standard(), masked tiles skipped (StandardWork::SKIP_MASKED): flash's work
+  BLOCKED,          ///< v2 attention_blocked()
+  FLASH,            ///< v3 attention_flash()
+  SPLIT_K,          ///< v4 attention_split_k()
 };
 
 /// One sequence's attention call, as the counts see it.
@@ -47,6 +48,9 @@ struct AttentionProblem {
 struct AttentionTraffic {
   double bytes = 0;     ///< bytes to and from main memory
   double flops = 0;     ///< useful FLOPs: 4·d per visible (query, key) pair and head
+  /// FLOPs the loops execute: 4·d per computed (query, key) pair and head, masked pairs inside a computed tile
+  /// included (the sgemm path; deterministic mode computes visible pairs only).
+  double flops_done = 0;
   std::string assumes;  ///< what the count keeps in fast memory
 };
 
@@ -61,8 +65,23 @@ double paper_standard_bytes(const AttentionProblem& problem);
 /// The paper's flash-attention order, evaluated with constant 1: N²·d²/M floats per head, in bytes (M in floats).
 double paper_flash_bytes(const AttentionProblem& problem, double fast_memory_bytes);
 
-/// This machine's per-core L2 in bytes (sysfs), 1 MiB when it cannot be read.
+/// This machine's per-core L2 in bytes (sysfs index2, else sysconf), 1 MiB when neither can be read.
 double cpu_fast_memory_bytes();
+
+/// Rows of v2's query block: its score slab is kBlockedQueryBlock × keys floats.
+inline constexpr int kBlockedQueryBlock = 64;
+
+/**
+ * @brief The crossover length L* of v2 against fast memory @p fast_memory_bytes:
+ *        the L at which v2's longest score slab, kBlockedQueryBlock × L
+ *        floats, fills M. From L* on, the slab no longer fits beside the K
+ *        and V it streams, so its four passes go to main memory, which flash
+ *        never pays.
+ * @verbatim
+ *   L* = M / (64 · 4 B)      M = 512 KiB → 2,048;  1 MiB → 4,096;  2 MiB → 8,192
+ * @endverbatim
+ */
+int blocked_crossover_length(double fast_memory_bytes);
 
 /// "v0 reference", "v1 standard", ... for tables.
 const char* version_name(AttentionVersion version);

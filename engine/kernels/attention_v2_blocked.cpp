@@ -23,30 +23,19 @@
 
 #include "core/thread_pool.h"
 #include "kernels/attention.h"
+#include "kernels/attention_traffic.h"
 #include "kernels/attention_v5_paged.h"
 #include "kernels/gemm.h"
 #include "kernels/math/attention.h"
 
 namespace servelab {
 
-namespace {
-constexpr int kQueryBlock = 64;
-}  // namespace
-
 void attention_blocked(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
                        const AttentionShape& shape) {
   use_blas_inside_engine_threads();
   const int H = shape.num_heads, D = shape.head_dim, group = shape.num_heads / shape.num_kv_heads;
   const float scale = attention_scale(D);
-  struct Item {
-    const AttentionSeq* seq;
-    int head, first, count;  // query rows [first, first + count) of the sequence's new tokens
-  };
-  std::vector<Item> items;
-  for (const auto& s : seqs)
-    for (int h = 0; h < H; ++h)
-      for (int i = 0; i < s.num_new_tokens; i += kQueryBlock)
-        items.push_back({&s, h, i, std::min(kQueryBlock, s.num_new_tokens - i)});
+  const std::vector<QueryBlock> items = query_blocks(seqs, H, kBlockedQueryBlock);
   const int ldq = H * D;
   ctx.pool->parallel_for(items.size(), [&](std::size_t i0, std::size_t i1) {
     // Per-thread buffers kept across calls: a fresh 100 KB+ allocation per layer
@@ -54,7 +43,7 @@ void attention_blocked(const KernelContext& ctx, float* out, const float* q, con
     thread_local std::vector<float> scores;   // [count, keys] S, then P
     thread_local std::vector<float> inv_sum;  // [count] 1 / softmax denominator
     for (std::size_t i = i0; i < i1; ++i) {
-      const Item& it = items[i];
+      const QueryBlock& it = items[i];
       const AttentionSeq& s = *it.seq;
       const int kvh = it.head / group;
       const int keys = s.num_computed_tokens + it.first + it.count;  // the block's last query sees this many

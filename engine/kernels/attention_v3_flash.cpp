@@ -113,19 +113,11 @@ void attention_flash(const KernelContext& ctx, float* out, const float* q, const
   const int H = shape.num_heads, D = shape.head_dim, group = shape.num_heads / shape.num_kv_heads;
   const int ldq = H * D;
   const float scale = attention_scale(D);
-  struct Item {
-    const AttentionSeq* seq;
-    int head, first, count;  // query rows [first, first + count) of the sequence's new tokens
-  };
-  std::vector<Item> items;
-  for (const auto& s : seqs)
-    for (int h = 0; h < H; ++h)
-      for (int i = 0; i < s.num_new_tokens; i += kFlashQueryTile)
-        items.push_back({&s, h, i, std::min(kFlashQueryTile, s.num_new_tokens - i)});
+  const std::vector<QueryBlock> items = query_blocks(seqs, H, kFlashQueryTile);
   ctx.pool->parallel_for(items.size(), [&](std::size_t i0, std::size_t i1) {
     thread_local FlashRows acc;  // one query tile's state, reused across calls (no allocation per layer)
     for (std::size_t i = i0; i < i1; ++i) {
-      const Item& it = items[i];
+      const QueryBlock& it = items[i];
       const AttentionSeq& s = *it.seq;
       const std::size_t row0 = static_cast<std::size_t>(s.first_row + it.first);
       const float* qb = q + row0 * ldq + it.head * D;

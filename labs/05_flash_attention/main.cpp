@@ -4,18 +4,19 @@
  * @brief Lab 05 — FlashAttention: the same attention output from five
  *        versions, and the bytes each one moves through main memory.
  *
- * v0 (the specification) is plain loops; v1 writes S and P out in full; v2
+ * v0 (the specification) is plain loops; v1 writes S and P out in full, on
+ * the whole matrix or (the equal-work baseline) on flash's causal tiles; v2
  * scores a block of queries at a time; v3 is flash attention (tiles and the
  * online softmax); v4 splits a long decode's keys across threads; v5 runs v3
  * and v4 through lab 04's block table. Every version is checked against v0
  * before it is timed. Then lab 04's serving run is repeated with flash on
- * and must give the same greedy tokens in deterministic mode.
+ * and must give the same greedy tokens in deterministic mode, and the
+ * verdict lists the chapter's claims as checks on this run (claims.cpp).
  * @see labs/05_flash_attention/README.md
  */
 #include <algorithm>
-#include <iomanip>
 #include <iostream>
-#include <sstream>
+#include <map>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -35,9 +36,9 @@ using namespace servelab::lab05;
 
 namespace {
 
-// 4. Lab 04's serving run with flash on: the same greedy tokens in deterministic mode, so flash changed
+// 5. Lab 04's serving run with flash on: the same greedy tokens in deterministic mode, so flash changed
 //    what attention costs and nothing it computes.
-Table serving_check(Report& report, const LabOptions& o, const std::string& serving_preset, int num_requests) {
+ServingResult serving_check(Report& report, const LabOptions& o, const std::string& serving_preset, int num_requests) {
   LabOptions so = o;
   so.preset = serving_preset;
   LabConfig base;
@@ -71,42 +72,80 @@ Table serving_check(Report& report, const LabOptions& o, const std::string& serv
     serving.add_row({std::string(flash ? "flash (lab 05)" : "blocked (lab 04; naive in deterministic mode)"),
                      m.output_tokens_per_second, 1e3 * m.ttft.median, 1e3 * m.tpot.median, hashes.back()});
   }
-  check(hashes[0] == hashes[1], "lab 05: flash attention changed the greedy tokens of lab 04's serving run (",
-        hashes[0], " vs ", hashes[1], ")");
-  serving.note = "Same tokens hash: flash attention changed no greedy token.";
-  return serving;
+  serving.note = hashes[0] == hashes[1] ? "Same tokens hash: flash attention changed no greedy token."
+                                        : "The tokens hashes differ: flash attention changed a greedy token.";
+  return {.table = serving, .blocked_hash = hashes[0], .flash_hash = hashes[1]};
+}
+
+/// A log-y line plot of every column of @p table after its first, against the first.
+PlotSpec log_plot(const Table& table, std::string title, std::string xlabel, std::string ylabel) {
+  return {.name = table.name,
+          .table = table.name,
+          .x = table.columns.front().header,
+          .y = table.headers(1),
+          .title = std::move(title),
+          .xlabel = std::move(xlabel),
+          .ylabel = std::move(ylabel),
+          .logy = true};
+}
+
+/// The lab's own flags, beside the common ones; a vector left empty is chosen after parsing (see main).
+struct Flags {
+  std::vector<int> lengths = {256, 512, 1024, 2048, 4096, 8192};
+  std::vector<int> contexts = {1024, 2048, 4096, 8192, 16384, 32768};
+  std::vector<int> crossover_lengths;  // empty: L*/4, L*/2, L*, 2·L* from this machine's L2 (none in --quick)
+  int shapes_len = 2048, max_v0_len = 2048, num_requests = 16;
+  std::string serving_preset = "small";
+};
+
+/// Registers the common flags into @p o and the lab's into @p f; returns the lab's by name so --quick can tell
+/// which were given.
+std::map<std::string, CLI::Option*> add_flags(CLI::App& app, LabOptions& o, Flags& f) {
+  add_common_options(app, o, "qwen2.5-0.5b");
+  return {
+      {"lengths", app.add_option("--lengths", f.lengths, "prefill lengths L of the main table")->capture_default_str()},
+      {"contexts", app.add_option("--contexts", f.contexts, "decode contexts")->capture_default_str()},
+      {"crossover",
+       app.add_option("--crossover-lengths", f.crossover_lengths,
+                      "L of the blocked-against-flash table on one head (default: L*/4 .. 2·L* from this CPU's L2; "
+                      "none in --quick)")},
+      {"shapes", app.add_option("--shapes-length", f.shapes_len, "L of the head-shape table")->capture_default_str()},
+      {"v0", app.add_option("--max-v0-length", f.max_v0_len,
+                            "longest L at which v0 (scalar loops) is timed; beyond it v0 checks the last 256 rows "
+                            "only")
+                 ->capture_default_str()},
+      {"requests",
+       app.add_option("--num-requests", f.num_requests, "requests of the serving check")->capture_default_str()},
+      {"preset",
+       app.add_option("--serving-preset", f.serving_preset, "model of the serving check")->capture_default_str()}};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Lab 05: FlashAttention, naive to flash to split-K decode", "lab_05_flash_attention"};
   LabOptions o;
-  add_common_options(app, o, "qwen2.5-0.5b");
-  std::vector<int> lengths = {256, 512, 1024, 2048, 4096, 8192}, contexts = {1024, 2048, 4096, 8192, 16384, 32768};
-  int shapes_len = 2048, max_v0_len = 2048, num_requests = 16;
-  std::string serving_preset = "small";
-  auto* l_opt = app.add_option("--lengths", lengths, "prefill lengths L of the main table")->capture_default_str();
-  auto* c_opt = app.add_option("--contexts", contexts, "decode contexts")->capture_default_str();
-  auto* s_opt = app.add_option("--shapes-length", shapes_len, "L of the head-shape table")->capture_default_str();
-  app.add_option("--max-v0-length", max_v0_len,
-                 "longest L at which v0 (scalar loops) is timed; beyond it v0 checks the last 256 rows only")
-      ->capture_default_str();
-  auto* n_opt = app.add_option("--num-requests", num_requests, "requests of the serving check")->capture_default_str();
-  app.add_option("--serving-preset", serving_preset, "model of the serving check")->capture_default_str();
+  Flags f;
+  CLI::App app{"Lab 05: FlashAttention, naive to flash to split-K decode", "lab_05_flash_attention"};
+  const auto given = add_flags(app, o, f);
 
   return run_lab(app, argc, argv, [&] {
+    const double M = cpu_fast_memory_bytes();
+    const int L_star = blocked_crossover_length(M);
     if (o.quick) {
-      if (l_opt->count() == 0) lengths = {256, 1024};
-      if (c_opt->count() == 0) contexts = {1024, 4096};
-      if (s_opt->count() == 0) shapes_len = 256;
-      if (n_opt->count() == 0) num_requests = 4;
+      if (given.at("lengths")->count() == 0) f.lengths = {256, 1024};
+      if (given.at("contexts")->count() == 0) f.contexts = {1024, 4096};
+      if (given.at("shapes")->count() == 0) f.shapes_len = 256;
+      if (given.at("requests")->count() == 0) f.num_requests = 4;
+      if (given.at("v0")->count() == 0) f.max_v0_len = 256;  // past it v0 checks the last 256 rows, untimed
       o.repeats = std::min(o.repeats, 1);
+    } else if (given.at("crossover")->count() == 0) {
+      f.crossover_lengths = {L_star / 4, L_star / 2, L_star, 2 * L_star};
     }
-    for (int L : lengths) check(L >= 1, "--lengths must be >= 1, got ", L);
-    for (int c : contexts) check(c >= 1, "--contexts must be >= 1, got ", c);
-    check(shapes_len >= 1, "--shapes-length must be >= 1, got ", shapes_len);
-    check(num_requests >= 1, "--num-requests must be >= 1, got ", num_requests);
+    for (int L : f.lengths) check(L >= 1, "--lengths must be >= 1, got ", L);
+    for (int c : f.contexts) check(c >= 1, "--contexts must be >= 1, got ", c);
+    for (int L : f.crossover_lengths) check(L >= 1, "--crossover-lengths must be >= 1, got ", L);
+    check(f.shapes_len >= 1, "--shapes-length must be >= 1, got ", f.shapes_len);
+    check(f.num_requests >= 1, "--num-requests must be >= 1, got ", f.num_requests);
     check(o.repeats >= 1, "--repeats must be >= 1, got ", o.repeats);
     check(o.threads >= 0, "--threads must be >= 0 (0 = all cores), got ", o.threads);
     parse_attention_kind(o.attention,
@@ -114,7 +153,6 @@ int main(int argc, char** argv) {
     const ModelConfig c = preset(o.preset);
     const AttentionShape shape{c.num_attention_heads, c.num_key_value_heads, c.head_dim};
     ThreadPool pool(o.threads), one(1);
-    const double M = cpu_fast_memory_bytes();
 
     Report report("05_flash_attention", o.out);
     report.setting("head shape",
@@ -124,13 +162,16 @@ int main(int argc, char** argv) {
     const auto machine = Report::machine_metadata();
     report.setting(
         "device", "cpu, " + machine["cpu"].get<std::string>() + ", " + std::to_string(pool.num_threads()) + " threads");
-    report.setting("fast memory",
-                   "M = " + human_bytes(M) + " (L2 per core), the M of the byte counts and the paper's forms");
-    report.setting("tiles", "v2 query block 64; v3 query tile " + std::to_string(kFlashQueryTile) + " × key tile " +
-                                std::to_string(kFlashKeyTile) + "; v5 KV blocks of 16 tokens, shuffled");
+    report.setting("fast memory", "M = " + human_bytes(M) +
+                                      " (L2 per core, from sysfs), the M of the byte counts and the paper's forms");
+    report.setting("crossover", "L* = M / (64 × 4 B) = " + std::to_string(L_star) +
+                                    ": from there blocked's 64 × L slab of S no longer fits in M");
+    report.setting("tiles", "v1 causal and v3 query tile " + std::to_string(kFlashQueryTile) + "; v2 query block " +
+                                std::to_string(kBlockedQueryBlock) + "; v3 key tile " + std::to_string(kFlashKeyTile) +
+                                "; v5 KV blocks of 16 tokens, shuffled");
     report.setting("validation",
                    "every version against v0 before timing, |v - v0| <= 1e-4 + 1e-4·|v0|; v0 itself timed up to L = " +
-                       std::to_string(max_v0_len));
+                       std::to_string(f.max_v0_len));
     report.setting("timing", std::to_string(o.warmup) + " warm-up + " + std::to_string(o.repeats) +
                                  " timed runs per point (decode: 10× as many), median shown");
     report.print_settings("Lab 05 — FlashAttention");
@@ -142,56 +183,31 @@ int main(int argc, char** argv) {
                       .alone = {&one, false},
                       .fast_memory = M};
     std::vector<std::string> failed;  // versions that failed validation, left out of the tables
-    const Prefill pre = prefill_tables(bench, lengths, max_v0_len, failed);
+    const Prefill pre = prefill_tables(bench, f.lengths, f.max_v0_len, failed);
     report.add_table(pre.table);
     report.add_table(pre.time, false);
     report.add_table(pre.bytes, false);
-    report.add_plot({.name = "prefill_time",
-                     .table = "prefill_time",
-                     .x = "L",
-                     .y = pre.time.headers(1),
-                     .title = "Lab 05: causal prefill time against L",
-                     .xlabel = "L [tokens]",
-                     .ylabel = "time [ms]",
-                     .logy = true});
-    report.add_plot({.name = "prefill_bytes",
-                     .table = "prefill_bytes",
-                     .x = "L",
-                     .y = pre.bytes.headers(1),
-                     .title = "Lab 05: bytes through main memory against L (counted)",
-                     .xlabel = "L [tokens]",
-                     .ylabel = "bytes [MiB]",
-                     .logy = true});
+    report.add_plot(log_plot(pre.time, "Lab 05: causal prefill time against L", "L [tokens]", "time [ms]"));
+    report.add_plot(
+        log_plot(pre.bytes, "Lab 05: bytes through main memory against L (counted)", "L [tokens]", "bytes [MiB]"));
 
-    report.add_table(head_shapes(bench, shapes_len));
-    const Decode dec = decode_tables(bench, contexts, failed);
+    const Crossover cross = crossover_table(bench, f.crossover_lengths, failed);
+    if (!cross.points.empty()) report.add_table(cross.table);
+    report.add_table(head_shapes(bench, f.shapes_len));
+    const Decode dec = decode_tables(bench, f.contexts, failed);
     report.add_table(dec.table);
     report.add_table(dec.time, false);
-    report.add_plot({.name = "decode_time",
-                     .table = "decode_time",
-                     .x = "context",
-                     .y = dec.time.headers(1),
-                     .title = "Lab 05: decode attention time against the context",
-                     .xlabel = "context [tokens]",
-                     .ylabel = "time [us]",
-                     .logy = true});
+    report.add_plot(
+        log_plot(dec.time, "Lab 05: decode attention time against the context", "context [tokens]", "time [us]"));
 
-    report.add_table(serving_check(report, o, serving_preset, num_requests));
+    const ServingResult serving = serving_check(report, o, f.serving_preset, f.num_requests);
+    report.add_table(serving.table);
 
     if (!failed.empty())
       std::cerr << "lab_05: " << failed.size()
                 << " versions failed validation and were left out, first: " << failed.front() << "\n";
-    std::ostringstream v;
-    v << std::fixed << std::setprecision(2);
-    if (pre.v3_4096_ms > 0 && pre.v1_4096_ms > 0)
-      v << "at L = 4,096 flash (v3) takes " << pre.v3_4096_ms / pre.v1_4096_ms
-        << "x the time of standard attention (v1) and " << pre.v3_4096_ms / pre.v2_4096_ms << "x blocked (v2), moving "
-        << std::setprecision(1) << pre.bytes_ratio_4096 << "x fewer counted bytes than v1; ";
-    v << std::setprecision(2) << "split-K decode at " << contexts.back() << " tokens runs " << dec.split_gain_longest
-      << "x one pass on one thread; "
-      << (failed.empty() ? "every version matched v0" : std::to_string(failed.size()) + " versions failed validation")
-      << " and lab 04's tokens are unchanged with flash on.";
-    report.verdict(v.str());
+    std::cout << "\n### Claims\n\n";
+    report.verdict(check_claims(report, bench, pre, cross, dec, serving, failed));
     report.save();
   });
 }

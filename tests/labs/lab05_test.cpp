@@ -5,6 +5,7 @@
 // the same label (every version against v0, split-K, paged, deterministic)
 // live in tests/engine/kernels/flash_attention_test.cpp, compiled in here.
 #include "core/error.h"
+#include "kernels/attention_traffic.h"
 #include "lab_runner.h"
 #include "model/model.h"
 #include "serve/generate.h"
@@ -17,39 +18,113 @@ TEST_CASE("lab 05 = lab 04 + flash attention: configure() differs in exactly its
   CHECK(test::ladder_step(5) == test::Fields{"model.attention"});
 }
 
-TEST_CASE("lab 05 --quick validates every version and keeps lab 04's tokens", "[lab05]") {
-  test::ScratchDir out("lab05");
-  const auto [r, dir, results] = test::run_lab_quick(LAB05_EXE, "05_flash_attention", out.path());
-  // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
-  CHECK(differences(test::ran(results, "serving, lab 04", 4), test::ran(results, "serving, flash", 5)) ==
-        test::Fields{"model.attention"});
-  // Prefill: five versions at each of the two quick lengths, none left out.
-  const auto& prefill = test::table(results, "prefill");
-  REQUIRE(prefill["rows"].size() == 10);
-  const auto version = test::column(prefill, "version"), bytes = test::column(prefill, "bytes [MiB]");
+namespace {
+
+/// The --quick run, once for all the sections that read it (a section re-enters its test case).
+const test::QuickRun& quick_run() {
+  static test::ScratchDir out("lab05");
+  static const test::QuickRun run = test::run_lab_quick(LAB05_EXE, "05_flash_attention", out.path());
+  return run;
+}
+
+/// The claim @p id of @p results; fails the test when the lab did not record it.
+nlohmann::json claim(const nlohmann::json& results, const std::string& id) {
+  for (const auto& c : results["claims"])
+    if (c["id"] == id) return c;
+  FAIL("claim " << id << " was not recorded");
+  return {};
+}
+
+/// Cell @p header of the prefill row of version @p version at length @p L, as a number.
+double prefill_cell(const nlohmann::json& prefill, long long L, const std::string& version, const std::string& header) {
+  const auto l = test::column(prefill, "L"), v = test::column(prefill, "version"), c = test::column(prefill, header);
   for (const auto& row : prefill["rows"])
-    if (row[version] == "v3 flash" || row[version] == "v1 standard") CHECK(row[bytes].get<std::string>() != "");
-  // Flash counts fewer bytes than standard attention at every L.
-  for (std::size_t i = 0; i < 10; i += 5)
-    CHECK(std::stod(prefill["rows"][i + 3][bytes].get<std::string>()) <
-          std::stod(prefill["rows"][i + 1][bytes].get<std::string>()));
-  CHECK(test::table(results, "head_shapes")["rows"].size() == 5);
-  CHECK(test::table(results, "decode")["rows"].size() == 10);
-  // Serving: blocked and flash give one tokens hash.
-  const auto& serving = test::table(results, "serving");
-  REQUIRE(serving["rows"].size() == 2);
-  const auto hash = test::column(serving, "tokens hash");
-  CHECK(serving["rows"][0][hash] == serving["rows"][1][hash]);
-  CHECK(r.err.find("failed validation") == std::string::npos);
-  for (const char* csv :
-       {"prefill.csv", "prefill_time.csv", "prefill_bytes.csv", "head_shapes.csv", "decode.csv", "serving.csv"})
-    CHECK(std::filesystem::exists(dir / csv));
+    if (row[l] == L && row[v] == version)
+      return row[c].is_string() ? std::stod(row[c].get<std::string>()) : row[c].get<double>();
+  FAIL("no prefill row for " << version << " at L = " << L);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("lab 05 --quick validates every version and keeps lab 04's tokens", "[lab05]") {
+  const auto& [r, dir, results] = quick_run();
+  SECTION("tables") {
+    // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
+    CHECK(differences(test::ran(results, "serving, lab 04", 4), test::ran(results, "serving, flash", 5)) ==
+          test::Fields{"model.attention"});
+    // Prefill: six versions at L = 256 (v0 timed), five at 1,024 (v0 checks the last rows untimed), none left out.
+    const auto& prefill = test::table(results, "prefill");
+    CHECK(prefill["rows"].size() == 11);
+    // Flash counts fewer bytes than blocked and both standard kernels at every L.
+    for (long long L : {256, 1024})
+      for (const char* other : {"v1 standard", "v1 standard, causal", "v2 blocked"})
+        CHECK(prefill_cell(prefill, L, "v3 flash", "bytes [MiB]") < prefill_cell(prefill, L, other, "bytes [MiB]"));
+    CHECK(test::table(results, "head_shapes")["rows"].size() == 5);
+    CHECK(test::table(results, "decode")["rows"].size() == 10);
+    // Serving: blocked and flash give one tokens hash.
+    const auto& serving = test::table(results, "serving");
+    REQUIRE(serving["rows"].size() == 2);
+    const auto hash = test::column(serving, "tokens hash");
+    CHECK(serving["rows"][0][hash] == serving["rows"][1][hash]);
+    CHECK(r.err.find("failed validation") == std::string::npos);
+    for (const char* csv :
+         {"prefill.csv", "prefill_time.csv", "prefill_bytes.csv", "head_shapes.csv", "decode.csv", "serving.csv"})
+      CHECK(std::filesystem::exists(dir / csv));
+  }
+  SECTION("the equal-work baseline executes flash's FLOPs and the full-matrix v1 about twice") {
+    const auto& prefill = test::table(results, "prefill");
+    // Tolerance: the cells are GFLOP printed with full precision in the JSON; the counts are equal integers, so
+    // only the last digit of a double may differ.
+    for (long long L : {256, 1024}) {
+      INFO("L = " << L);
+      const double flash = prefill_cell(prefill, L, "v3 flash", "GFLOP done");
+      CHECK(prefill_cell(prefill, L, "v1 standard, causal", "GFLOP done") == Approx(flash).epsilon(1e-12));
+      // One 256-query tile at L = 256: v3 computes the whole square too; at 1,024 the full matrix is 2/(1 + 256/L).
+      CHECK(prefill_cell(prefill, L, "v1 standard", "GFLOP done") ==
+            Approx(flash * 2.0 / (1.0 + 256.0 / static_cast<double>(L))).epsilon(1e-12));
+      CHECK(prefill_cell(prefill, L, "v2 blocked", "GFLOP done") < flash);
+    }
+  }
+  SECTION("every claim has evidence, and the machine-independent ones held") {
+    REQUIRE(results["claims"].size() == 8);
+    for (const auto& c : results["claims"]) {
+      INFO(c.dump());
+      CHECK(c["evidence"].get<std::string>() != "");
+      CHECK(c["source"].get<std::string>() != "");
+      if (!c["held"].get<bool>()) CHECK(c["cause"].get<std::string>() != "");
+    }
+    // Bytes, FLOPs, validation and token identity do not depend on the machine.
+    for (const char* id :
+         {"05.matches_v0", "05.same_tokens", "05.equal_work", "05.fewer_bytes", "05.flash_more_flops_than_blocked"})
+      CHECK(claim(results, id)["held"] == true);
+    // The crossover length comes from this machine's L2 and is named in the claim.
+    const int L_star = blocked_crossover_length(cpu_fast_memory_bytes());
+    CHECK_THAT(claim(results, "05.flash_faster_past_crossover")["statement"].get<std::string>(),
+               Catch::Contains("L* = " + std::to_string(L_star)));
+    CHECK_THAT(results["verdict"].get<std::string>(), Catch::Contains("claims held"));
+  }
+}
+
+TEST_CASE("the crossover length is the L at which blocked's 64 x L slab fills the L2", "[lab05]") {
+  CHECK(blocked_crossover_length(512.0 * 1024) == 2048);
+  CHECK(blocked_crossover_length(1024.0 * 1024) == 4096);
+  CHECK(blocked_crossover_length(2048.0 * 1024) == 8192);
+  // At L* the slab spills: blocked's counted bytes jump by its four passes over the last block's slab.
+  const AttentionShape head{1, 1, 64};
+  const double M = 1024.0 * 1024;
+  const auto bytes = [&](int L, double m) {
+    return attention_traffic(AttentionVersion::BLOCKED, {head, L, 0, 0, 1}, m).bytes;
+  };
+  CHECK(bytes(4096, M) > bytes(4096, 2 * M));
+  CHECK(bytes(4095, M) == bytes(4095, 2 * M));
 }
 
 TEST_CASE("lab 05 refuses bad flags with one error naming the flag", "[lab05]") {
   const std::string lab = LAB05_EXE;
   test::check_refused(lab + " --quick --lengths 0 --out /tmp", "--lengths");
   test::check_refused(lab + " --quick --contexts -4 --out /tmp", "--contexts");
+  test::check_refused(lab + " --quick --crossover-lengths 0 --out /tmp", "--crossover-lengths");
   test::check_refused(lab + " --quick --attention fast --out /tmp", "--attention");
 }
 

@@ -43,10 +43,14 @@ struct Version {
   Fn fn;
 };
 
-/// v1 to v4 (v4 in one, three and seven pieces), the versions checked against v0.
+/// v1 to v4 (v1 on the full matrix and skipping masked tiles, v4 in one, three and seven pieces), the versions
+/// checked against v0.
 std::vector<Version> versions() {
   return {
-      {"v1 standard", attention_standard},
+      {"v1 standard", [](auto& c, float* o, const float* q, auto& s,
+                         auto& sh) { attention_standard(c, o, q, s, sh, StandardWork::FULL_MATRIX); }},
+      {"v1 standard, causal", [](auto& c, float* o, const float* q, auto& s,
+                                 auto& sh) { attention_standard(c, o, q, s, sh, StandardWork::SKIP_MASKED); }},
       {"v2 blocked", attention_blocked},
       {"v3 flash", attention_flash},
       {"v4 split-K 1 piece",
@@ -230,7 +234,7 @@ TEST_CASE("paged flash and split-K equal contiguous - bit for bit in determinist
         const KVView paged{pk.data(), pv.data(), static_cast<std::size_t>(kv_dim), table.data(), bs};
         for (bool det : {false, true})
           for (const Version& ver : versions()) {
-            if (ver.name == "v1 standard" || ver.name == "v2 blocked") continue;  // lab 04 tests those
+            if (ver.name.starts_with("v1") || ver.name == "v2 blocked") continue;  // lab 04 tests those
             if (ver.name.starts_with("v4") && num_new > 1) continue;  // split-K is the decode path; prefills go to v3
             {
               INFO(ver.name << (det ? " deterministic" : " fast") << " L " << L << " block " << bs << " new "
@@ -297,9 +301,27 @@ TEST_CASE("the byte counts match a count by hand on one tile", "[flash][traffic]
   paged.block_size = 16;
   CHECK(attention_traffic(AttentionVersion::FLASH, paged, M).bytes == qo + 2.0 * 256 * 4 * 4 + 16 * 4);
   CHECK(attention_traffic(AttentionVersion::FLASH, p, M).flops == 4.0 * 4 * pairs);
+  // v1 skipping masked tiles: one tile of 256 queries, the same K and V reads, S and P of its 256 × 256 pairs.
+  CHECK(attention_traffic(AttentionVersion::STANDARD_CAUSAL, p, M).bytes ==
+        qo + 2.0 * 256 * 4 * 4 + 4.0 * 256 * 256 * 4);
   // The paper's orders: (N·d + N²) and N²d²/M floats.
   CHECK(paper_standard_bytes(p) == (256.0 * 4 + 256.0 * 256) * 4);
   CHECK(paper_flash_bytes(p, 4.0 * 1024) == 256.0 * 256 * 16 / 1024 * 4);
+}
+
+TEST_CASE("the FLOPs executed match a count by hand: the causal standard kernel does flash's work",
+          "[flash][traffic]") {
+  // One head of width 4, 512 tokens. Flash and v1 causal: two tiles of 256 queries, against 256 and 512 keys.
+  // Blocked: eight blocks of 64 queries, against 64, 128, ..., 512 keys. v1: all 512 × 512 pairs.
+  const AttentionProblem p{
+      .shape = {1, 1, 4}, .num_new_tokens = 512, .num_computed_tokens = 0, .block_size = 0, .num_splits = 1};
+  const double M = 1 << 20, per_pair = 4.0 * 4;
+  const double tiles = 256.0 * 256 + 256.0 * 512, blocks = 64.0 * 64 * (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8);
+  CHECK(attention_traffic(AttentionVersion::FLASH, p, M).flops_done == per_pair * tiles);
+  CHECK(attention_traffic(AttentionVersion::STANDARD_CAUSAL, p, M).flops_done == per_pair * tiles);
+  CHECK(attention_traffic(AttentionVersion::BLOCKED, p, M).flops_done == per_pair * blocks);
+  CHECK(attention_traffic(AttentionVersion::STANDARD, p, M).flops_done == per_pair * 512 * 512);
+  CHECK(attention_traffic(AttentionVersion::REFERENCE, p, M).flops_done == per_pair * 512 * 513 / 2);
 }
 
 TEST_CASE("at L = 4096 on qwen2.5-0.5b's heads flash moves over 10x fewer bytes than standard attention",
