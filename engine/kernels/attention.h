@@ -91,9 +91,10 @@ void attention_standard(const KernelContext& ctx, float* out, const float* q, co
 
 /// A block of new tokens of one head of one sequence: the work item of v1 (skipping), v2 and v3.
 struct QueryBlock {
-  const AttentionSeq* seq;  ///< the sequence (not owned)
-  int head;                 ///< query head
-  int first, count;         ///< query rows [first, first + count) of the sequence's new tokens
+  const AttentionSeq* seq = nullptr;  ///< the sequence (not owned)
+  int head = 0;                       ///< query head
+  int first = 0;                      ///< first query row of the block, among the sequence's new tokens
+  int count = 0;                      ///< query rows in the block: [first, first + count)
 };
 
 /// Every (sequence, head, block of up to @p block_rows new tokens), in that order.
