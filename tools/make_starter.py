@@ -10,13 +10,19 @@ sources, a region between
     ...
     // END LAB04 SOLUTION
 
-of a selected lab becomes one call that throws servelab::Error("not
-implemented: lab 04, BlockPool::get_new_blocks"), so the tree builds, and
-that lab's tests fail, naming what to write, until the student fills it in.
+of a selected lab becomes SERVELAB_NOT_IMPLEMENTED("not implemented: lab
+04, BlockPool::get_new_blocks") (core/not_implemented.h: it throws
+servelab::Error on the host and traps in a CUDA kernel), so the tree builds,
+and that lab's tests fail, naming what to write, until the student fills it in.
 The Doxygen comment of the function (in its header) is the specification.
 Regions of labs not selected keep their solutions: a course hands out one
 lab at a time over the previous labs' answers. --list prints the regions
 and writes nothing. Exits 1 naming file and line for a malformed marker.
+
+The instructors' hidden tests (tests/labs/hidden/, graded with
+`tools/grade.py --hidden DIR`) and the known-wrong implementations the
+mutation runner applies (tests/labs/mutants/) are left out of the tree, so a
+student cannot tune to them.
 """
 import argparse
 import pathlib
@@ -28,6 +34,8 @@ import sys
 BEGIN = re.compile(r"^(\s*)// BEGIN LAB(\d\d) SOLUTION: (.+)$")
 END = re.compile(r"^\s*// END LAB(\d\d) SOLUTION$")
 SOURCES = (".cpp", ".h", ".cu", ".cuh")
+# Instructor-only folders that a starter tree does not contain.
+LEFT_OUT = ("tests/labs/hidden/", "tests/labs/mutants/")
 
 
 def regions(path, lines):
@@ -54,7 +62,7 @@ def regions(path, lines):
 def stub(lab, name, indent):
     what = name.replace("\\", "\\\\").replace('"', '\\"')
     return [f"{indent}// LAB{lab}: write this part: {name}. The function's Doxygen comment is the specification.",
-            f'{indent}::servelab::fail("not implemented: lab {lab}, {what}");']
+            f'{indent}SERVELAB_NOT_IMPLEMENTED("not implemented: lab {lab}, {what}");']
 
 
 def main():
@@ -66,6 +74,7 @@ def main():
     args = parser.parse_args()
     root = pathlib.Path(args.root).resolve()
     files = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True, check=True).stdout.split()
+    files = [f for f in files if not f.startswith(LEFT_OUT)]
     marked = {}
     for f in files:
         if f.endswith(SOURCES) and (root / f).is_file():
@@ -104,10 +113,10 @@ def main():
             result += lines[last:b] + stub(lab, name, indent)
             last, stubbed = e + 1, stubbed + 1
         result += lines[last:]
-        # The stub throws servelab::Error; a file that never needed the header gets it after its own first include.
-        if result != lines and not any(l.startswith('#include "core/error.h"') for l in result):
+        # The stub's macro comes from core/not_implemented.h, included after the file's own first include.
+        if result != lines:
             first = next(i for i, l in enumerate(result) if l.startswith("#include"))
-            result.insert(first + 1, '#include "core/error.h"')
+            result.insert(first + 1, '#include "core/not_implemented.h"')
         target.write_text("\n".join(result) + "\n")
     print(f"make_starter.py: {stubbed} region(s) of lab(s) {', '.join(selected)} stubbed in {out}")
     return 0

@@ -54,6 +54,7 @@ void Scheduler::remove_finished(Request* request) {
 }
 
 void Scheduler::preempt(Request* victim) {
+  // BEGIN LAB04 SOLUTION: Scheduler::preempt, preemption by recompute
   std::erase(running_, victim);
   const int blocks = kv_.block_table(victim->request_id).num_blocks();
   if (log_)
@@ -65,6 +66,7 @@ void Scheduler::preempt(Request* victim) {
   ++victim->num_preemptions;
   ++num_preemptions_;
   waiting_.push_front(victim);  // first in line again: it arrived before anyone still waiting
+  // END LAB04 SOLUTION
 }
 
 bool Scheduler::may_admit() const {
@@ -97,12 +99,14 @@ SchedulerOutput Scheduler::schedule() {
       continue;
     }
     bool allocated = false;
+    // BEGIN LAB04 SOLUTION: Scheduler::schedule, make room for a running request by preempting the newest
     while (!(allocated = kv_.allocate_slots(*r, n).has_value())) {
       Request* victim = running_.back();  // the newest; never one already scheduled in this step (index < i)
       out.preempted_request_ids.push_back(victim->request_id);
       preempt(victim);
       if (victim == r) break;
     }
+    // END LAB04 SOLUTION
     if (!allocated) break;  // r was the newest and is now waiting: nothing runs after it
     out.scheduled.push_back({r, n});
     out.total_num_scheduled_tokens += n;
@@ -111,6 +115,7 @@ SchedulerOutput Scheduler::schedule() {
   }
 
   // 2. Waiting requests in arrival order (FCFS); none when this step had to preempt.
+  // BEGIN LAB04 SOLUTION: Scheduler::schedule, admit waiting requests in FCFS order while the seats and blocks allow
   if (out.preempted_request_ids.empty() && may_admit()) {
     const std::size_t limit =
         config_.policy == SchedulingPolicy::ONE_AT_A_TIME ? 1 : static_cast<std::size_t>(config_.max_num_seqs);
@@ -130,6 +135,7 @@ SchedulerOutput Scheduler::schedule() {
       budget -= n;
     }
   }
+  // END LAB04 SOLUTION
   return out;
 }
 
@@ -140,12 +146,14 @@ std::vector<Request*> Scheduler::update_from_output(const SchedulerOutput& outpu
   std::size_t next = 0;
   for (const ScheduledRequest& s : output.scheduled) {
     Request* r = s.request;
+    // BEGIN LAB02 SOLUTION: Scheduler::update_from_output, what the cache remembers of a step: computed tokens and the sampled one
     r->num_computed_tokens += s.num_new_tokens;
     if (r->num_computed_tokens == r->num_tokens()) {  // caught up with its tokens: the step sampled one
       check(next < sampled.size(), "update_from_output: fewer sampled tokens than requests that caught up");
       r->append_output_token(sampled[next++], now);
     }
     if (!keep_kv) r->num_computed_tokens = 0;
+    // END LAB02 SOLUTION
     if (r->is_finished()) {
       if (!config_.hold_finished_kv) kv_.free(*r);
       std::erase(running_, r);

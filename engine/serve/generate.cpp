@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/timer.h"
 #include "serve/engine.h"
 
 namespace servelab {
@@ -33,6 +34,8 @@ GenerateResult generate(Model& model, std::span<const std::int32_t> prompt, cons
   config.enable_kv_cache = options.use_kv_cache;
   Engine engine(model, config);
   const int id = engine.add_request(prompt, options.sampling, options.max_new_tokens, options.stop_token_ids, 0.0);
+  // Without a cache the loop is lab 01's own: the request is checked, and the engine's one block is its scratch KV.
+  if (!options.use_kv_cache) return generate_without_cache(model, engine.kv_cache(), prompt, options, on_token);
 
   GenerateResult result;
   result.prompt_tokens = static_cast<int>(prompt.size());
@@ -48,6 +51,31 @@ GenerateResult generate(Model& model, std::span<const std::int32_t> prompt, cons
   const RequestMetrics m = RequestMetrics::from(r.times);
   result.step_seconds.push_back(m.ttft);
   result.step_seconds.insert(result.step_seconds.end(), m.itl.begin(), m.itl.end());
+  return result;
+}
+
+GenerateResult generate_without_cache(Model& model, KVCache& cache, std::span<const std::int32_t> prompt,
+                                      const GenerateOptions& options,
+                                      const std::function<void(std::int32_t)>& on_token) {
+  GenerateResult result;
+  result.prompt_tokens = static_cast<int>(prompt.size());
+  // BEGIN LAB01 SOLUTION: generate_without_cache, one forward pass over the whole sequence per new token
+  Sampler sampler(options.sampling);
+  std::vector<std::int32_t> sequence(prompt.begin(), prompt.end());
+  for (int step = 0; step < options.max_new_tokens; ++step) {
+    const double start = now_seconds();
+    Batch batch;
+    batch.add({0}, 0, sequence);  // from position 0: every earlier token's K and V is computed again
+    const std::int32_t token = sampler.sample(model.forward(batch, cache));
+    result.step_seconds.push_back(now_seconds() - start);
+    result.step_tokens.push_back(static_cast<int>(sequence.size()));
+    result.output_ids.push_back(token);
+    sequence.push_back(token);
+    if (on_token) on_token(token);
+    if (std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), token) != options.stop_token_ids.end())
+      break;
+  }
+  // END LAB01 SOLUTION
   return result;
 }
 

@@ -61,4 +61,35 @@ struct GenerateResult {
 GenerateResult generate(Model& model, std::span<const std::int32_t> prompt, const GenerateOptions& options,
                         const std::function<void(std::int32_t)>& on_token = {});
 
+/**
+ * @brief Lab 01's loop: generation with no KV cache, as transformers'
+ *        generate(use_cache=False) does. generate() calls it when
+ *        options.use_kv_cache is false, after checking the request.
+ *
+ * Step k (k = 1 .. max_new_tokens) runs one Model::forward() over the whole
+ * sequence so far, prompt + k - 1 tokens, from position 0: a Batch of one
+ * sequence with block table {0} and num_computed_tokens = 0, logits for its
+ * last row only (Batch::add's default). Every earlier token's K and V are
+ * recomputed into block 0 of @p cache, overwriting the previous step's,
+ * and nothing is kept between steps. The step's token is
+ * Sampler(options.sampling).sample() of those logits (one Sampler for the
+ * whole call, so a seeded request draws the same stream as the cached
+ * path); it is appended to the sequence and to output_ids, and passed to
+ * @p on_token. Generation stops after max_new_tokens tokens, or right
+ * after emitting a token of options.stop_token_ids (that token is part of
+ * the output).
+ *
+ * Fills every field of the result: output_ids, prompt_tokens,
+ * step_tokens[k-1] = tokens fed to step k (prompt + k - 1), and
+ * step_seconds[k-1] = wall time of step k, forward and sampling included
+ * (core/timer.h's now_seconds()).
+ * @param cache a contiguous cache whose block 0 holds prompt + max_new_tokens tokens.
+ * @pre the request is valid (generate() checks it): prompt not empty, ids in
+ *      the vocabulary, max_new_tokens >= 1, the whole sequence within the
+ *      model's max_position_embeddings.
+ */
+GenerateResult generate_without_cache(Model& model, KVCache& cache, std::span<const std::int32_t> prompt,
+                                      const GenerateOptions& options,
+                                      const std::function<void(std::int32_t)>& on_token = {});
+
 }  // namespace servelab
