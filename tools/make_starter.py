@@ -65,6 +65,21 @@ def stub(lab, name, indent):
             f'{indent}SERVELAB_NOT_IMPLEMENTED("not implemented: lab {lab}, {what}");']
 
 
+def stub_lines(lines, found):
+    """@p lines with each region of @p found (from regions()) replaced by its stub."""
+    if not found:
+        return lines
+    result, last = [], 0
+    for lab, name, b, e, indent in found:
+        result += lines[last:b] + stub(lab, name, indent)
+        last = e + 1
+    result += lines[last:]
+    # The stub's macro comes from core/not_implemented.h, included after the file's own first include.
+    first = next(i for i, l in enumerate(result) if l.startswith("#include"))
+    result.insert(first + 1, '#include "core/not_implemented.h"')
+    return result
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root")
@@ -106,18 +121,9 @@ def main():
             shutil.copy2(source, target)
             continue
         lines, found = marked[f]
-        result, last = [], 0
-        for lab, name, b, e, indent in found:
-            if lab not in selected:
-                continue
-            result += lines[last:b] + stub(lab, name, indent)
-            last, stubbed = e + 1, stubbed + 1
-        result += lines[last:]
-        # The stub's macro comes from core/not_implemented.h, included after the file's own first include.
-        if result != lines:
-            first = next(i for i, l in enumerate(result) if l.startswith("#include"))
-            result.insert(first + 1, '#include "core/not_implemented.h"')
-        target.write_text("\n".join(result) + "\n")
+        chosen = [r for r in found if r[0] in selected]
+        stubbed += len(chosen)
+        target.write_text("\n".join(stub_lines(lines, chosen)) + "\n")
     print(f"make_starter.py: {stubbed} region(s) of lab(s) {', '.join(selected)} stubbed in {out}")
     return 0
 
