@@ -8,9 +8,10 @@ Each file tests/labs/mutants/labNN/NAME.patch is a plausible wrong
 implementation of one marked region (tools/make_starter.py): two header
 lines, `Region: <the region's name>` and `Mutant: <what it gets wrong>`,
 then a unified diff against the reference. The runner keeps one copy of the
-tree in --work DIR (default build-mutants/ beside the tree: ccache hits when
-it sits at the same depth as the tree, e.g. /work/mut-x for /work/wt-x), with
-its own build folder, so every mutant is an incremental build: sync the copy
+tree in --work DIR (default: TREE-mutants beside the tree, at the tree's
+depth, so ccache's base_dir serves the tree's own compiled files), with its
+own build folder (the release preset), so every mutant is an incremental
+build: sync the copy
 with the tree, then for each mutant apply it, build only labNN_tests and the
 lab's executable, grade the lab with tools/grade.py, and revert it. A mutant
 is caught when a graded test worth 3 points or more fails; the report names
@@ -80,10 +81,11 @@ def sync(work):
 def build(work, lab, hidden):
     build_dir = work / "build"
     if not (build_dir / "CMakeCache.txt").is_file():
-        launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
-        subprocess.run(["cmake", "-S", str(work), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
-                        "-DSERVELAB_CUDA=OFF", "-DSERVELAB_WERROR=OFF", *launcher], stdout=subprocess.DEVNULL,
-                       check=True)
+        # The tree's own release preset, so ccache serves every file the tree's build already compiled.
+        launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache", "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"] \
+            if shutil.which("ccache") else []
+        subprocess.run(["cmake", "-S", str(work), "--preset", "release", *launcher], cwd=work,
+                       stdout=subprocess.DEVNULL, check=True)
     targets = [f"lab{lab}_tests", lab_exe_target(lab)]
     r = subprocess.run(["cmake", "--build", str(build_dir), "-j2", "--target", *targets], capture_output=True,
                        text=True)
@@ -139,7 +141,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--labs", default="all")
     parser.add_argument("--sample", type=int, default=0)
-    parser.add_argument("--work", default=str(ROOT / "build-mutants"))
+    parser.add_argument("--work", default=str(ROOT.parent / f"{ROOT.name}-mutants"))
     parser.add_argument("--table")
     parser.add_argument("--stubs", action="store_true")
     parser.add_argument("--hidden")
