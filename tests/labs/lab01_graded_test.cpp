@@ -8,6 +8,7 @@
 #include "model/model.h"
 #include "model/sampler.h"
 #include "serve/generate.h"
+#include "graded.h"
 #include "test_util.h"
 #include "workload/synthetic_prompt.h"
 
@@ -27,9 +28,7 @@ std::map<int, double> frequencies(const SamplingParams& params, const std::vecto
 
 TEST_CASE("generate_without_cache feeds prompt + k - 1 tokens at step k, stops on a stop token, draws the cached path's tokens",
           "[lab01][graded]") {
-  ModelOptions options;
-  options.deterministic = true;
-  auto model = Model::from_preset("tiny", 0, options);
+  auto model = test::deterministic_tiny();
   const auto prompt = synthetic_prompt(9, model->config().vocab_size, 5);
   for (const float temperature : {0.0f, 0.9f}) {
     INFO("temperature " << temperature);

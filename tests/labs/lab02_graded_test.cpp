@@ -7,6 +7,7 @@
 #include "model/model.h"
 #include "perf/work.h"
 #include "serve/engine.h"
+#include "graded.h"
 #include "test_util.h"
 #include "workload/synthetic_prompt.h"
 
@@ -30,9 +31,7 @@ void check_close(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST_CASE("a decode step over the cache gives the logits the whole prompt gives: two sequences in other blocks",
           "[lab02][graded]") {
-  ModelOptions options;
-  options.deterministic = true;
-  auto model = Model::from_preset("tiny", 0, options);
+  auto model = test::deterministic_tiny();
   const auto V = static_cast<std::size_t>(model->config().vocab_size);
   const auto a = synthetic_prompt(10, model->config().vocab_size, 1), b = synthetic_prompt(7, model->config().vocab_size, 2);
   // Reference: each whole sequence in one step, every row's logits.
@@ -88,9 +87,7 @@ TEST_CASE("the cache's view: one block is contiguous at that block, a longer tab
 }
 
 TEST_CASE("with the cache a decode step computes one token, without it the whole sequence again", "[lab02][graded]") {
-  ModelOptions options;
-  options.deterministic = true;
-  auto model = Model::from_preset("tiny", 0, options);
+  auto model = test::deterministic_tiny();
   const auto prompt = synthetic_prompt(8, model->config().vocab_size, 4);
   std::vector<std::vector<std::int32_t>> outputs;
   for (const bool cache : {true, false}) {
