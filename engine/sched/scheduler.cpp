@@ -146,14 +146,12 @@ std::vector<Request*> Scheduler::update_from_output(const SchedulerOutput& outpu
   std::size_t next = 0;
   for (const ScheduledRequest& s : output.scheduled) {
     Request* r = s.request;
-    // BEGIN LAB02 SOLUTION: Scheduler::update_from_output, what the cache remembers of a step: computed tokens and the sampled one
     r->num_computed_tokens += s.num_new_tokens;
     if (r->num_computed_tokens == r->num_tokens()) {  // caught up with its tokens: the step sampled one
       check(next < sampled.size(), "update_from_output: fewer sampled tokens than requests that caught up");
       r->append_output_token(sampled[next++], now);
     }
     if (!keep_kv) r->num_computed_tokens = 0;
-    // END LAB02 SOLUTION
     if (r->is_finished()) {
       if (!config_.hold_finished_kv) kv_.free(*r);
       std::erase(running_, r);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Graded tests of what a lab 01 student writes (the LAB01 regions: the loop
-// without a cache, argmax and the sampler). Each one fails on the wrong
+// Graded tests of what a lab 01 student writes (the LAB01 regions: a step of
+// the loop without a cache, argmax and the sampler). Each one fails on the wrong
 // implementations in tests/labs/mutants/lab01/. No timing is asserted.
 #include <cmath>
 #include <map>
@@ -26,7 +26,7 @@ std::map<int, double> frequencies(const SamplingParams& params, const std::vecto
 
 }  // namespace
 
-TEST_CASE("generate_without_cache feeds prompt + k - 1 tokens at step k, stops on a stop token, draws the cached path's tokens",
+TEST_CASE("generate_loop without a cache feeds prompt + k - 1 tokens at step k and stops after a stop token",
           "[lab01][graded]") {
   auto model = test::deterministic_tiny();
   const auto prompt = synthetic_prompt(9, model->config().vocab_size, 5);
@@ -34,24 +34,32 @@ TEST_CASE("generate_without_cache feeds prompt + k - 1 tokens at step k, stops o
     INFO("temperature " << temperature);
     GenerateOptions gen;
     gen.max_new_tokens = 12;
+    gen.use_kv_cache = false;
     gen.sampling = {temperature, 0, 1.0f, 11};
-    const GenerateResult cached = generate(*model, prompt, gen);  // the engine's loop, with a cache
+    // The oracle: a fresh cache and a whole forward pass per token, one seeded sampler for the run.
+    std::vector<std::int32_t> expected(prompt.begin(), prompt.end());
+    Sampler oracle(gen.sampling);
+    for (int k = 0; k < 12; ++k) {
+      HostKVCache fresh(model->config(), 1, 9 + 12);
+      Batch batch;
+      batch.add({0}, 0, expected);
+      expected.push_back(oracle.sample(model->forward(batch, fresh)));
+    }
+    expected.erase(expected.begin(), expected.begin() + 9);
     HostKVCache cache(model->config(), 1, 9 + 12);
     std::vector<std::int32_t> streamed;
-    const GenerateResult r =
-        generate_without_cache(*model, cache, prompt, gen, [&](std::int32_t t) { streamed.push_back(t); });
-    REQUIRE(r.output_ids.size() == 12);
-    CHECK(r.output_ids == cached.output_ids);  // the same tokens, and a seeded request the same draws
+    const GenerateResult r = generate_loop(*model, cache, prompt, gen, [&](std::int32_t t) { streamed.push_back(t); });
+    CHECK(r.output_ids == expected);
     CHECK(streamed == r.output_ids);
     CHECK(r.prompt_tokens == 9);
     REQUIRE(r.step_tokens.size() == 12);
     for (int k = 1; k <= 12; ++k) CHECK(r.step_tokens[k - 1] == 9 + k - 1);
     CHECK(r.step_seconds.size() == 12);
     // A stop token ends generation right after it is emitted.
-    gen.stop_token_ids = {cached.output_ids[4]};
-    const GenerateResult stopped = generate_without_cache(*model, cache, prompt, gen);
-    const auto first = std::find(cached.output_ids.begin(), cached.output_ids.end(), cached.output_ids[4]);
-    CHECK(stopped.output_ids == std::vector<std::int32_t>(cached.output_ids.begin(), first + 1));
+    gen.stop_token_ids = {expected[4]};
+    const GenerateResult stopped = generate_loop(*model, cache, prompt, gen);
+    const auto first = std::find(expected.begin(), expected.end(), expected[4]);
+    CHECK(stopped.output_ids == std::vector<std::int32_t>(expected.begin(), first + 1));
     CHECK(stopped.step_tokens.size() == stopped.output_ids.size());
   }
 }

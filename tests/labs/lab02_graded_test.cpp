@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Graded tests of what a lab 02 student writes (the LAB02 regions: where the
-// new tokens sit, the KV write, the cache's view, the scheduler's memory of
-// computed tokens, the KV-bytes and attention-FLOP formulas). Each one fails
+// new tokens sit, the KV write, the cache's view, what a cached step feeds,
+// the KV-bytes and attention-FLOP formulas). Each one fails
 // on the wrong implementations in tests/labs/mutants/lab02/.
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "perf/work.h"
-#include "serve/engine.h"
+#include "serve/generate.h"
 #include "graded.h"
 #include "test_util.h"
 #include "workload/synthetic_prompt.h"
@@ -86,28 +86,25 @@ TEST_CASE("the cache's view: one block is contiguous at that block, a longer tab
   }
 }
 
-TEST_CASE("with the cache a decode step computes one token, without it the whole sequence again", "[lab02][graded]") {
+TEST_CASE("generate_loop with the cache feeds the prompt once, then only the newest token, and keeps the tokens",
+          "[lab02][graded]") {
   auto model = test::deterministic_tiny();
   const auto prompt = synthetic_prompt(8, model->config().vocab_size, 4);
-  std::vector<std::vector<std::int32_t>> outputs;
-  for (const bool cache : {true, false}) {
-    EngineConfig config;
-    config.scheduler = {SchedulingPolicy::CONTINUOUS, 4, 256};
-    config.enable_kv_cache = cache;
-    Engine engine(*model, config);
-    const int id = engine.add_request(prompt, SamplingParams{}, 6);
-    std::vector<int> fed;
-    while (engine.has_unfinished_requests()) {
-      CHECK(engine.step().size() == 1);  // every step samples the request's next token
-      fed.push_back(engine.last_step().num_scheduled_tokens);
-    }
-    const Request& r = engine.request(id);
-    for (std::size_t k = 0; k < fed.size(); ++k) CHECK(fed[k] == (cache && k > 0 ? 1 : 8 + static_cast<int>(k)));
-    CHECK(r.num_computed_tokens == (cache ? 8 + 5 : 0));
-    outputs.emplace_back(r.output_token_ids().begin(), r.output_token_ids().end());
-    CHECK(outputs.back().size() == 6);
+  for (const float temperature : {0.0f, 0.9f}) {
+    INFO("temperature " << temperature);
+    GenerateOptions gen;
+    gen.max_new_tokens = 10;
+    gen.sampling = {temperature, 0, 1.0f, 3};
+    HostKVCache cache(model->config(), 1, 8 + 10);
+    gen.use_kv_cache = false;
+    const GenerateResult recomputed = generate_loop(*model, cache, prompt, gen);
+    gen.use_kv_cache = true;
+    const GenerateResult cached = generate_loop(*model, cache, prompt, gen);
+    CHECK(cached.output_ids == recomputed.output_ids);
+    std::vector<int> fed(10, 1);
+    fed[0] = 8;
+    CHECK(cached.step_tokens == fed);
   }
-  CHECK(outputs[0] == outputs[1]);
 }
 
 TEST_CASE("the KV-bytes and attention-FLOP formulas by hand: GQA, bf16, a decode after a cached prefix",

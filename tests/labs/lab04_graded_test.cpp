@@ -4,9 +4,12 @@
 // engine, paged attention): the block-table lookup by hand, and the
 // continuous policy's admission and preemption step by step. Each one fails
 // on the wrong implementations in tests/labs/mutants/lab04/.
+#include "graded.h"
 #include "kv/kv_view.h"
 #include "sched/scheduler.h"
+#include "serve/engine.h"
 #include "test_util.h"
+#include "workload/synthetic_prompt.h"
 
 using namespace servelab;
 
@@ -64,4 +67,28 @@ TEST_CASE("continuous batching step by step: admission in order, the newest pree
   CHECK(out.scheduled[1].num_new_tokens == 8);  // its 5 prompt + 3 output tokens so far, recomputed
   CHECK(b.status == RequestStatus::RUNNING);
   CHECK(s.waiting().front() == &c);
+}
+
+TEST_CASE("the engine with a cache computes one token per decode, without it the whole sequence again", "[lab04][graded]") {
+  auto model = test::deterministic_tiny();
+  const auto prompt = synthetic_prompt(8, model->config().vocab_size, 4);
+  std::vector<std::vector<std::int32_t>> outputs;
+  for (const bool cache : {true, false}) {
+    EngineConfig config;
+    config.scheduler = {SchedulingPolicy::CONTINUOUS, 4, 256};
+    config.enable_kv_cache = cache;
+    Engine engine(*model, config);
+    const int id = engine.add_request(prompt, SamplingParams{}, 6);
+    std::vector<int> fed;
+    while (engine.has_unfinished_requests()) {
+      CHECK(engine.step().size() == 1);  // every step samples the request's next token
+      fed.push_back(engine.last_step().num_scheduled_tokens);
+    }
+    const Request& r = engine.request(id);
+    for (std::size_t k = 0; k < fed.size(); ++k) CHECK(fed[k] == (cache && k > 0 ? 1 : 8 + static_cast<int>(k)));
+    CHECK(r.num_computed_tokens == (cache ? 8 + 5 : 0));
+    outputs.emplace_back(r.output_token_ids().begin(), r.output_token_ids().end());
+    CHECK(outputs.back().size() == 6);
+  }
+  CHECK(outputs[0] == outputs[1]);
 }

@@ -14,12 +14,13 @@ TEST_CASE("hidden: one new token, a one-token prompt, and a stop token first", "
   HostKVCache cache(model->config(), 1, 8);
   GenerateOptions gen;
   gen.max_new_tokens = 1;
-  const GenerateResult one = generate_without_cache(*model, cache, prompt, gen);
+  gen.use_kv_cache = false;
+  const GenerateResult one = generate_loop(*model, cache, prompt, gen);
   REQUIRE(one.output_ids.size() == 1);
   CHECK(one.step_tokens == std::vector<int>{1});
   gen.max_new_tokens = 7;
   gen.stop_token_ids = {one.output_ids[0]};
-  CHECK(generate_without_cache(*model, cache, prompt, gen).output_ids == one.output_ids);
+  CHECK(generate_loop(*model, cache, prompt, gen).output_ids == one.output_ids);
 }
 
 TEST_CASE("hidden: top_k larger than the vocabulary keeps every token", "[lab01][hidden]") {
