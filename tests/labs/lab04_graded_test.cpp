@@ -25,28 +25,32 @@ TEST_CASE("KVView::row reads a paged sequence's token through its block table", 
 
 TEST_CASE("continuous batching step by step: admission in order, the newest preempted, recomputed first",
           "[lab04][graded]") {
-  // Blocks of 4 tokens, 5 blocks. A (6 tokens) and B (5) take 2 blocks each; C (4) would need a 5th and 6th.
+  // Blocks of 4 tokens, a pool of 5. A (6 prompt tokens, 5 to generate) and B (5 prompt tokens) take 2
+  // blocks each; C (4) waits for a seat (max_num_seqs 2).
   KVCacheManager kv(5, 4);
   Scheduler s({SchedulingPolicy::CONTINUOUS, 2, 64}, kv);
-  Request a(0, std::vector<std::int32_t>(6, 1), {}, 10, {}, 0), b(1, std::vector<std::int32_t>(5, 1), {}, 10, {}, 0),
+  Request a(0, std::vector<std::int32_t>(6, 1), {}, 5, {}, 0), b(1, std::vector<std::int32_t>(5, 1), {}, 10, {}, 0),
       c(2, std::vector<std::int32_t>(4, 1), {}, 10, {}, 0);
   for (Request* r : {&a, &b, &c}) s.add_request(r);
-  SchedulerOutput out = s.schedule();  // max_num_seqs 2: A and B, C waits
+  SchedulerOutput out = s.schedule();
   REQUIRE(out.scheduled.size() == 2);
   CHECK(out.scheduled[0].request == &a);
   CHECK(out.scheduled[0].num_new_tokens == 6);
   CHECK(out.scheduled[1].request == &b);
   CHECK(kv.block_pool().num_free_blocks() == 1);
   CHECK(s.waiting().front() == &c);
-  s.update_from_output(out, {3, 3}, 1.0);  // A: 7 tokens (2 blocks), B: 6 (2 blocks)
-  // A and B decode; A's 8th token fits its 2nd block, B's 7th too. Then A needs a 3rd block (token 9).
-  out = s.schedule();
-  s.update_from_output(out, {3, 3}, 2.0);  // A: 8 tokens, B: 7
-  out = s.schedule();                      // A takes the last free block for its 9th token; B fits
-  CHECK(out.preempted_request_ids.empty());
+  // Steps 2-4 decode both. A's 9th token (step 4) needs a 3rd block: the last free one.
+  for (int step = 2; step <= 4; ++step) {
+    s.update_from_output(out, {3, 3}, step);
+    out = s.schedule();
+    CHECK(out.preempted_request_ids.empty());
+    CHECK(out.scheduled.size() == 2);
+  }
+  CHECK(kv.block_table(0).num_blocks() == 3);
   CHECK(kv.block_pool().num_free_blocks() == 0);
-  s.update_from_output(out, {3, 3}, 3.0);  // A: 9 tokens, B: 8
-  out = s.schedule();                      // B's 9th token needs a block: B, the newest, is preempted
+  s.update_from_output(out, {3, 3}, 5.0);
+  // Step 5: B's 9th token needs a block and none is free: B, the newest, is preempted, and nobody joins.
+  out = s.schedule();
   REQUIRE(out.preempted_request_ids == std::vector<int>{1});
   REQUIRE(out.scheduled.size() == 1);
   CHECK(out.scheduled[0].request == &a);
@@ -58,15 +62,18 @@ TEST_CASE("continuous batching step by step: admission in order, the newest pree
   CHECK(kv.block_pool().num_free_blocks() == 2);
   REQUIRE(s.waiting().size() == 2);
   CHECK(s.waiting().front() == &b);  // ahead of C, which arrived later
-  // Nobody is admitted in the step that preempted; the next step admits B (recomputing its 9 tokens) first.
   CHECK(s.running().size() == 1);
-  s.update_from_output(out, {3}, 4.0);  // A: 10 tokens
+  // A emits its 5th and last token and frees its 3 blocks; step 6 admits B first, recomputing its
+  // 5 prompt and 4 output tokens, then C.
+  CHECK(s.update_from_output(out, {3}, 6.0) == std::vector<Request*>{&a});
+  CHECK(kv.block_pool().num_free_blocks() == 5);
   out = s.schedule();
   REQUIRE(out.scheduled.size() == 2);
-  CHECK(out.scheduled[1].request == &b);
-  CHECK(out.scheduled[1].num_new_tokens == 8);  // its 5 prompt + 3 output tokens so far, recomputed
+  CHECK(out.scheduled[0].request == &b);
+  CHECK(out.scheduled[0].num_new_tokens == 9);
+  CHECK(out.scheduled[1].request == &c);
   CHECK(b.status == RequestStatus::RUNNING);
-  CHECK(s.waiting().front() == &c);
+  CHECK(kv.block_pool().num_free_blocks() == 1);
 }
 
 TEST_CASE("the engine with a cache computes one token per decode, without it the whole sequence again", "[lab04][graded]") {
