@@ -34,6 +34,7 @@ status 0 when every answer is right, 1 when one is wrong or missing, 2 on a
 malformed file (the message names its line).
 """
 import argparse
+import atexit
 import datetime
 import json
 import pathlib
@@ -87,6 +88,9 @@ def add_hidden(build, hidden, labs):
         fail_usage(f"--build {build}: not a configured build folder (run scripts/setup.sh first)")
     subprocess.run(["cmake", "-S", home, "-B", str(build), f"-DSERVELAB_HIDDEN_TESTS={hidden}"],
                    stdout=subprocess.DEVNULL, check=True)
+    # Afterwards the build forgets the folder again, so a plain ctest run does not list hidden tests.
+    atexit.register(subprocess.run, ["cmake", "-S", home, "-B", str(build), "-DSERVELAB_HIDDEN_TESTS="],
+                    stdout=subprocess.DEVNULL, check=False)
     targets = [f"lab{lab}_hidden_tests" for lab in labs if (hidden / f"lab{lab}_hidden_test.cpp").is_file()]
     if targets:
         subprocess.run(["cmake", "--build", str(build), "-j2", "--target", *targets], stdout=subprocess.DEVNULL,

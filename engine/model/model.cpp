@@ -225,15 +225,15 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
   float* proj = ws_.get(Workspace::PROJ, static_cast<std::size_t>(T) * H);  // [T, hidden] o_proj / down_proj out
 
   std::vector<int> positions(T);  // [T] RoPE position of each token row
-  std::vector<AttentionSeq> seqs;
+  std::vector<AttentionSeq> seqs;  // [batch.seqs.size()] each sequence's rows, cached tokens and (below) KV view
+  // BEGIN LAB02 SOLUTION: Model::forward, where each sequence's new tokens sit: rows, positions, cached tokens
   int row = 0;
   for (const auto& s : batch.seqs) {
-    // BEGIN LAB02 SOLUTION: Model::forward, where each sequence's new tokens sit: rows, positions, cached tokens
     seqs.push_back({row, s.num_new_tokens, s.num_computed_tokens, {}});
     for (int i = 0; i < s.num_new_tokens; ++i) positions[row + i] = s.num_computed_tokens + i;
     row += s.num_new_tokens;
-    // END LAB02 SOLUTION
   }
+  // END LAB02 SOLUTION
 
   embedding_lookup(weights_.embed_tokens, batch.token_ids, x);
 

@@ -121,6 +121,13 @@ class Model {
    * writes its K row (kv_heads · head_dim floats, RoPE applied) to
    * KVView::key(num_computed_tokens + j) and its V row to value(...), before
    * attention reads them: the token attends to itself (lab 02).
+   *
+   * Where the new tokens sit (lab 02): the sequences' new tokens are
+   * consecutive rows of batch.token_ids in batch.seqs order, so sequence i's
+   * first row is the sum of the earlier sequences' num_new_tokens; its new
+   * token j has RoPE position num_computed_tokens + j; and attention is told,
+   * per sequence, AttentionSeq{first row, num_new_tokens, num_computed_tokens
+   * (the cached tokens before the new ones), its KVCache::view()}.
    * @return [batch.logits_indices.size(), vocab_size] logits, row-major.
    * @throws Error when a token id is outside the vocabulary, a position
    *         reaches max_position_embeddings, or a block table is too short

@@ -35,35 +35,49 @@ GenerateResult generate(Model& model, std::span<const std::int32_t> prompt, cons
   return generate_loop(model, engine.kv_cache(), prompt, options, on_token);
 }
 
+namespace {
+
+/**
+ * @brief Step k of generate_loop() (generate.h states the rules): feeds
+ *        @p sequence from index @p first, samples one token with @p sampler,
+ *        and records it in @p result (output_ids, step_tokens, step_seconds),
+ *        in @p sequence and through @p on_token.
+ * @return false when the token is one of options.stop_token_ids: generation ends after it.
+ */
+bool generate_step(Model& model, KVCache& cache, Sampler& sampler, std::vector<std::int32_t>& sequence, int first,
+                   const GenerateOptions& options, const std::function<void(std::int32_t)>& on_token,
+                   GenerateResult& result) {
+  // BEGIN LAB01 SOLUTION: generate_loop, one step: feed the sequence from `first`, sample, record, stop on a stop token
+  const double start = now_seconds();
+  Batch batch;
+  batch.add({0}, first, std::span(sequence).subspan(static_cast<std::size_t>(first)));
+  const std::int32_t token =
+      sampler.greedy() ? model.forward_greedy(batch, cache)[0] : sampler.sample(model.forward(batch, cache));
+  result.step_seconds.push_back(now_seconds() - start);
+  result.step_tokens.push_back(static_cast<int>(sequence.size()) - first);
+  result.output_ids.push_back(token);
+  sequence.push_back(token);
+  if (on_token) on_token(token);
+  return std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), token) == options.stop_token_ids.end();
+  // END LAB01 SOLUTION
+}
+
+}  // namespace
+
 GenerateResult generate_loop(Model& model, KVCache& cache, std::span<const std::int32_t> prompt,
                              const GenerateOptions& options, const std::function<void(std::int32_t)>& on_token) {
   GenerateResult result;
   result.prompt_tokens = static_cast<int>(prompt.size());
   Sampler sampler(options.sampling);
   std::vector<std::int32_t> sequence(prompt.begin(), prompt.end());  // prompt, then each new token
-  int in_cache = 0;                                                   // tokens whose K and V the cache holds
   for (int step = 0; step < options.max_new_tokens; ++step) {
-    const double start = now_seconds();
     int first = 0;  // the first token this step feeds; without a cache always 0
     if (options.use_kv_cache) {
       // BEGIN LAB02 SOLUTION: generate_loop, with the cache a step feeds only the tokens whose K and V it lacks
-      first = in_cache;
-      in_cache = static_cast<int>(sequence.size());
+      first = step == 0 ? 0 : static_cast<int>(sequence.size()) - 1;  // the prompt, then the newest token
       // END LAB02 SOLUTION
     }
-    // BEGIN LAB01 SOLUTION: generate_loop, one step: feed the sequence from `first`, sample, record, stop on a stop token
-    Batch batch;
-    batch.add({0}, first, std::span(sequence).subspan(static_cast<std::size_t>(first)));
-    const std::int32_t token =
-        sampler.greedy() ? model.forward_greedy(batch, cache)[0] : sampler.sample(model.forward(batch, cache));
-    result.step_seconds.push_back(now_seconds() - start);
-    result.step_tokens.push_back(static_cast<int>(sequence.size()) - first);
-    result.output_ids.push_back(token);
-    sequence.push_back(token);
-    if (on_token) on_token(token);
-    if (std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), token) != options.stop_token_ids.end())
-      break;
-    // END LAB01 SOLUTION
+    if (!generate_step(model, cache, sampler, sequence, first, options, on_token, result)) break;
   }
   return result;
 }
