@@ -224,7 +224,7 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
   float* act = ws_.get(Workspace::ACT, static_cast<std::size_t>(T) * F);              // [T, intermediate]
   float* proj = ws_.get(Workspace::PROJ, static_cast<std::size_t>(T) * H);  // [T, hidden] o_proj / down_proj out
 
-  std::vector<int> positions(T);  // [T] RoPE position of each token row
+  std::vector<int> positions(T);   // [T] RoPE position of each token row
   std::vector<AttentionSeq> seqs;  // [batch.seqs.size()] each sequence's rows, cached tokens and (below) KV view
   // BEGIN LAB02 SOLUTION: Model::forward, where each sequence's new tokens sit: rows, positions, cached tokens
   int row = 0;

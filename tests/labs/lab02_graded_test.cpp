@@ -33,7 +33,8 @@ TEST_CASE("a decode step over the cache gives the logits the whole prompt gives:
           "[lab02][graded]") {
   auto model = test::deterministic_tiny();
   const auto V = static_cast<std::size_t>(model->config().vocab_size);
-  const auto a = synthetic_prompt(10, model->config().vocab_size, 1), b = synthetic_prompt(7, model->config().vocab_size, 2);
+  const auto a = synthetic_prompt(10, model->config().vocab_size, 1),
+             b = synthetic_prompt(7, model->config().vocab_size, 2);
   // Reference: each whole sequence in one step, every row's logits.
   HostKVCache full(model->config(), 3, 16);
   Batch whole;
@@ -67,7 +68,8 @@ TEST_CASE("a decode step over the cache gives the logits the whole prompt gives:
   for (std::size_t r = 0; r < 3; ++r) check_close(row_of(three, r, V), row_of(reference, 7 + r, V));
 }
 
-TEST_CASE("the cache's view: one block is contiguous at that block, a longer table reads through it", "[lab02][graded]") {
+TEST_CASE("the cache's view: one block is contiguous at that block, a longer table reads through it",
+          "[lab02][graded]") {
   const ModelConfig c = preset("tiny");
   HostKVCache cache(c, 4, 8);
   const std::vector<std::int32_t> one = {3}, paged = {2, 0};

@@ -76,7 +76,8 @@ TEST_CASE("continuous batching step by step: admission in order, the newest pree
   CHECK(kv.block_pool().num_free_blocks() == 1);
 }
 
-TEST_CASE("the engine with a cache computes one token per decode, without it the whole sequence again", "[lab04][graded]") {
+TEST_CASE("the engine with a cache computes one token per decode, without it the whole sequence again",
+          "[lab04][graded]") {
   auto model = test::deterministic_tiny();
   const auto prompt = synthetic_prompt(8, model->config().vocab_size, 4);
   std::vector<std::vector<std::int32_t>> outputs;
