@@ -210,7 +210,8 @@ def main():
                   flush=True)
     minutes = (time.monotonic() - started) / 60
     if args.table:
-        write_table(pathlib.Path(args.table), rows, stub_rows, args.sample, minutes)
+        command = " ".join(["python3 tools/mutants.py", *sys.argv[1:]])
+        write_table(pathlib.Path(args.table), rows, stub_rows, command, minutes)
     for p in problems:
         print("mutants.py:", p)
     print(f"mutants.py: {len(rows)} mutant(s) of lab(s) {', '.join(labs)} in {minutes:.1f} min; "
@@ -218,13 +219,13 @@ def main():
     return 1 if problems else 0
 
 
-def write_table(path, rows, stub_rows, sample, minutes):
-    out = ["<!-- Written by tools/mutants.py" + (f" --sample {sample}" if sample else "") + "; do not edit. -->",
+def write_table(path, rows, stub_rows, command, minutes):
+    out = ["<!-- Written by tools/mutants.py; do not edit. -->",
            "# Mutation table: what the graded tests catch", "",
            "Each row is a plausible wrong implementation of one region a student writes",
            "(tests/labs/mutants/labNN/NAME.patch), applied to the reference alone; the lab is",
            f"then graded. A mutant is caught when a graded test worth {CATCH_POINTS} points or more fails.",
-           f"Run: `python3 tools/mutants.py --table docs/mutants.md` ({minutes:.0f} min on this machine).", ""]
+           f"Made by `{command}` ({minutes:.0f} min on this machine).", ""]
     if stub_rows:
         out += ["| lab | points with every region stubbed | points of the reference |", "|---|---:|---:|"]
         out += [f"| {lab} | {e} / {p} | {r[0]} / {r[1]} |" for lab, e, p, r in stub_rows]
