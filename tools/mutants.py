@@ -208,10 +208,14 @@ def main():
                 problems.append(f"lab {lab} {path.stem}: no graded test worth {CATCH_POINTS} points fails")
             print(f"lab {lab} {path.stem}: {verdict}, {len(caught)} graded test(s) fail, {lost} points lost",
                   flush=True)
+            if args.table:  # after every mutant, so an interrupted run keeps what it found
+                write_table(pathlib.Path(args.table), rows, stub_rows, " ".join(["python3 tools/mutants.py",
+                                                                                  *sys.argv[1:]]),
+                            (time.monotonic() - started) / 60)
     minutes = (time.monotonic() - started) / 60
     if args.table:
         command = " ".join(["python3 tools/mutants.py", *sys.argv[1:]])
-        write_table(pathlib.Path(args.table), rows, stub_rows, command, minutes)
+        write_table(pathlib.Path(args.table), rows, stub_rows, command, minutes, done=True)
     for p in problems:
         print("mutants.py:", p)
     print(f"mutants.py: {len(rows)} mutant(s) of lab(s) {', '.join(labs)} in {minutes:.1f} min; "
@@ -219,13 +223,14 @@ def main():
     return 1 if problems else 0
 
 
-def write_table(path, rows, stub_rows, command, minutes):
+def write_table(path, rows, stub_rows, command, minutes, done=False):
     out = ["<!-- Written by tools/mutants.py; do not edit. -->",
            "# Mutation table: what the graded tests catch", "",
            "Each row is a plausible wrong implementation of one region a student writes",
            "(tests/labs/mutants/labNN/NAME.patch), applied to the reference alone; the lab is",
            f"then graded. A mutant is caught when a graded test worth {CATCH_POINTS} points or more fails.",
-           f"Made by `{command}` ({minutes:.0f} min on this machine).", ""]
+           f"Made by `{command}` ({minutes:.0f} min on this machine" + ("" if done else ", not finished") + ").",
+           ""]
     if stub_rows:
         out += ["| lab | points with every region stubbed | points of the reference |", "|---|---:|---:|"]
         out += [f"| {lab} | {e} / {p} | {r[0]} / {r[1]} |" for lab, e, p, r in stub_rows]
