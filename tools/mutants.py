@@ -75,7 +75,9 @@ def sync(work):
         if target.is_file() and target.read_bytes() == source.read_bytes():
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
+        # A fresh modification time (not the tree's, as copy2 would keep): the copy's build must see the
+        # change even when it restores a file that a mutant or a stub left newer than the tree's.
+        shutil.copyfile(source, target)
 
 
 def build(work, lab, hidden):
