@@ -89,7 +89,8 @@ TEST_CASE("the engine with a cache computes one token per decode, without it the
     const int id = engine.add_request(prompt, SamplingParams{}, 6);
     std::vector<int> fed;
     while (engine.has_unfinished_requests()) {
-      REQUIRE(engine.step().size() == 1);  // every step samples the request's next token (REQUIRE: a throw ends the loop)
+      // Every step samples the request's next token (REQUIRE: a step that throws ends the loop).
+      REQUIRE(engine.step().size() == 1);
       fed.push_back(engine.last_step().num_scheduled_tokens);
     }
     const Request& r = engine.request(id);
