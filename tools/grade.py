@@ -2,16 +2,23 @@
 """Grades the labs: runs each lab's labelled tests (ctest -L labNN) and scores them.
 
 Usage: python3 tools/grade.py [--build build] [--labs all|01,04] [--json report.json]
-                              [--points tests/labs/points.json] [--junit-dir DIR]
+                              [--points tests/labs/points.json] [--junit-dir DIR] [--hidden DIR]
        python3 tools/grade.py --answers FILE [--key key.json] [--reveal] [--labs ...] [--json ...]
 
 Prints one row per lab (tests passed, points earned of points possible) and
 writes a JSON report with every test's outcome, for an instructor to collect.
 Points per test come from one file, tests/labs/points.json ("default" for
-every test, "tests" for the exceptions, by ctest test name). A skipped test
+every test, "tests" for the exceptions, by ctest test name; a test worth 0
+is run and listed but ungraded: it checks code the student does not write). A skipped test
 (ctest's SKIP, e.g. plots without matplotlib) earns nothing and costs
 nothing; it is listed. Exit status: 0 when every graded test passed, 1 when
 one failed or a lab has no test, 2 on bad usage.
+
+--hidden DIR adds an instructor's hidden tests (tests/labs/hidden/ in the
+reference; a starter tree has no copy): it reconfigures the build with
+-DSERVELAB_HIDDEN_TESTS=DIR, builds DIR's labNN_hidden_tests for the selected
+labs, and grades them with each lab, at the points of DIR/points.json (same
+format as --points).
 
 --junit-dir reads labNN.xml files already written by
 `ctest --output-junit` instead of running ctest (how the grader's own test
@@ -29,6 +36,7 @@ one. Exit status 0 when every answer is right, 1 when one is wrong or
 missing, 2 on a malformed file (the message names its line).
 """
 import argparse
+import atexit
 import datetime
 import json
 import pathlib
@@ -68,6 +76,28 @@ def load_points(path):
             any(not isinstance(v, int) or v < 0 for v in tests.values()):
         fail_usage(f"--points {path}: expected {{\"default\": N, \"tests\": {{\"test name\": N}}}} with whole N >= 0")
     return default, tests
+
+
+def add_hidden(build, hidden, labs):
+    """Builds the hidden tests of @p labs from folder @p hidden into @p build; returns their (default, points)."""
+    hidden = pathlib.Path(hidden).resolve()
+    if not (hidden / "CMakeLists.txt").is_file():
+        fail_usage(f"--hidden {hidden}: expected a folder with CMakeLists.txt and labNN_hidden_test.cpp files")
+    cache = pathlib.Path(build) / "CMakeCache.txt"
+    home = next((line.split("=", 1)[1].strip() for line in cache.read_text().splitlines()
+                 if line.startswith("CMAKE_HOME_DIRECTORY:")), None) if cache.is_file() else None
+    if home is None:
+        fail_usage(f"--build {build}: not a configured build folder (run scripts/setup.sh first)")
+    subprocess.run(["cmake", "-S", home, "-B", str(build), f"-DSERVELAB_HIDDEN_TESTS={hidden}"],
+                   stdout=subprocess.DEVNULL, check=True)
+    # Afterwards the build forgets the folder again, so a plain ctest run does not list hidden tests.
+    atexit.register(subprocess.run, ["cmake", "-S", home, "-B", str(build), "-DSERVELAB_HIDDEN_TESTS="],
+                    stdout=subprocess.DEVNULL, check=False)
+    targets = [f"lab{lab}_hidden_tests" for lab in labs if (hidden / f"lab{lab}_hidden_test.cpp").is_file()]
+    if targets:
+        subprocess.run(["cmake", "--build", str(build), "-j2", "--target", *targets], stdout=subprocess.DEVNULL,
+                       check=True)
+    return load_points(hidden / "points.json") if (hidden / "points.json").is_file() else (0, {})
 
 
 def outcomes(junit_file):
@@ -126,6 +156,7 @@ def main():
     parser.add_argument("--answers")
     parser.add_argument("--key")
     parser.add_argument("--reveal", action="store_true")
+    parser.add_argument("--hidden")
     args = parser.parse_args()
     labs = parse_labs(args.labs)
     if args.answers:
@@ -137,6 +168,7 @@ def main():
     build = pathlib.Path(args.build)
     if not args.junit_dir and not (build / "CTestTestfile.cmake").is_file():
         fail_usage(f"--build {build}: not a configured build folder (run scripts/setup.sh first)")
+    hidden_default, hidden_points = add_hidden(build, args.hidden, labs) if args.hidden else (0, {})
 
     report = {"date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "labs": []}
     all_passed = True
@@ -150,7 +182,8 @@ def main():
             tests = []
             if junit.is_file():
                 for name, result, seconds in outcomes(junit):
-                    points = special.get(name, default)
+                    points = hidden_points.get(name, hidden_default) if name.startswith("hidden: ") else \
+                        special.get(name, default)
                     tests.append({"name": name, "result": result, "seconds": seconds, "points": points,
                                   "earned": points if result == "passed" else 0})
             graded = [t for t in tests if t["result"] != "skipped"]

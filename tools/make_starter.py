@@ -10,13 +10,21 @@ sources, a region between
     ...
     // END LAB04 SOLUTION
 
-of a selected lab becomes one call that throws servelab::Error("not
-implemented: lab 04, BlockPool::get_new_blocks"), so the tree builds, and
-that lab's tests fail, naming what to write, until the student fills it in.
+of a selected lab becomes SERVELAB_NOT_IMPLEMENTED("not implemented: lab
+04, BlockPool::get_new_blocks") (core/not_implemented.h: it throws
+servelab::Error on the host and traps in a CUDA kernel), so the tree builds,
+and that lab's tests fail, naming what to write, until the student fills it in.
 The Doxygen comment of the function (in its header) is the specification.
 Regions of labs not selected keep their solutions: a course hands out one
 lab at a time over the previous labs' answers. --list prints the regions
 and writes nothing. Exits 1 naming file and line for a malformed marker.
+
+The instructors' hidden tests (tests/labs/hidden/, graded with
+`tools/grade.py --hidden DIR`) and the known-wrong implementations the
+mutation runner applies (tests/labs/mutants/) are left out of the tree, so a
+student cannot tune to them; so is the saved answer key
+(tests/labs/answers_key.json): a student checks answers with the
+instructor's key, `grade.sh --answers FILE --key KEY`.
 """
 import argparse
 import pathlib
@@ -28,6 +36,8 @@ import sys
 BEGIN = re.compile(r"^(\s*)// BEGIN LAB(\d\d) SOLUTION: (.+)$")
 END = re.compile(r"^\s*// END LAB(\d\d) SOLUTION$")
 SOURCES = (".cpp", ".h", ".cu", ".cuh")
+# Instructor-only folders that a starter tree does not contain.
+LEFT_OUT = ("tests/labs/hidden/", "tests/labs/mutants/", "tests/labs/answers_key.json")
 
 
 def regions(path, lines):
@@ -54,7 +64,22 @@ def regions(path, lines):
 def stub(lab, name, indent):
     what = name.replace("\\", "\\\\").replace('"', '\\"')
     return [f"{indent}// LAB{lab}: write this part: {name}. The function's Doxygen comment is the specification.",
-            f'{indent}::servelab::fail("not implemented: lab {lab}, {what}");']
+            f'{indent}SERVELAB_NOT_IMPLEMENTED("not implemented: lab {lab}, {what}");']
+
+
+def stub_lines(lines, found):
+    """@p lines with each region of @p found (from regions()) replaced by its stub."""
+    if not found:
+        return lines
+    result, last = [], 0
+    for lab, name, b, e, indent in found:
+        result += lines[last:b] + stub(lab, name, indent)
+        last = e + 1
+    result += lines[last:]
+    # The stub's macro comes from core/not_implemented.h, included after the file's own first include.
+    first = next(i for i, l in enumerate(result) if l.startswith("#include"))
+    result.insert(first + 1, '#include "core/not_implemented.h"')
+    return result
 
 
 def main():
@@ -66,6 +91,7 @@ def main():
     args = parser.parse_args()
     root = pathlib.Path(args.root).resolve()
     files = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True, check=True).stdout.split()
+    files = [f for f in files if not f.startswith(LEFT_OUT)]
     marked = {}
     for f in files:
         if f.endswith(SOURCES) and (root / f).is_file():
@@ -97,18 +123,9 @@ def main():
             shutil.copy2(source, target)
             continue
         lines, found = marked[f]
-        result, last = [], 0
-        for lab, name, b, e, indent in found:
-            if lab not in selected:
-                continue
-            result += lines[last:b] + stub(lab, name, indent)
-            last, stubbed = e + 1, stubbed + 1
-        result += lines[last:]
-        # The stub throws servelab::Error; a file that never needed the header gets it after its own first include.
-        if result != lines and not any(l.startswith('#include "core/error.h"') for l in result):
-            first = next(i for i, l in enumerate(result) if l.startswith("#include"))
-            result.insert(first + 1, '#include "core/error.h"')
-        target.write_text("\n".join(result) + "\n")
+        chosen = [r for r in found if r[0] in selected]
+        stubbed += len(chosen)
+        target.write_text("\n".join(stub_lines(lines, chosen)) + "\n")
     print(f"make_starter.py: {stubbed} region(s) of lab(s) {', '.join(selected)} stubbed in {out}")
     return 0
 

@@ -42,11 +42,13 @@ KVView KVCache::view(int layer, std::span<const std::int32_t> block_table) {
   check(layer >= 0 && layer < num_layers_, "KV cache: layer ", layer, " out of range [0, ", num_layers_, ")");
   check(!block_table.empty(), "KV cache: a sequence needs at least one block");
   for (std::int32_t b : block_table) check_block(b, "KV cache");
+  // BEGIN LAB02 SOLUTION: KVCache::view, where attention reads a sequence's cached K and V rows
   if (block_table.size() == 1) {  // contiguous: the sequence's rows start at its one block
     const std::size_t at = static_cast<std::size_t>(block_table[0]) * block_size_ * kv_dim_;
     return KVView{key_blocks(layer) + at, value_blocks(layer) + at, kv_dim_, nullptr, 0};
   }
   return KVView{key_blocks(layer), value_blocks(layer), kv_dim_, block_table.data(), block_size_};
+  // END LAB02 SOLUTION
 }
 
 void KVCache::export_blocks(std::span<const std::int32_t> block_ids, std::span<std::byte> out) {

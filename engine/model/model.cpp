@@ -138,6 +138,7 @@ Work gemm_count(int M, std::int64_t N, std::int64_t K, DType weights) {
 
 void Model::count_step(const Batch& batch) {
   if (!counter_.enabled()) return;
+  // BEGIN LAB03 SOLUTION: Model::count_step, the work of every op of a step from the batch's shapes
   const ModelConfig& c = config_;
   const double T = batch.num_tokens(), H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size;
   const double QKV = Q + 2 * KV, R = static_cast<double>(batch.logits_indices.size());
@@ -176,6 +177,7 @@ void Model::count_step(const Batch& batch) {
   }
   counter_.add("final_norm", rmsnorm_work(R));
   counter_.add("lm_head", gemm_count(static_cast<int>(R), c.vocab_size, c.hidden_size, embed_dtype_));
+  // END LAB03 SOLUTION
 }
 
 std::vector<std::int32_t> Model::forward_greedy(const Batch& batch, KVCache& cache) {
@@ -222,14 +224,16 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
   float* act = ws_.get(Workspace::ACT, static_cast<std::size_t>(T) * F);              // [T, intermediate]
   float* proj = ws_.get(Workspace::PROJ, static_cast<std::size_t>(T) * H);  // [T, hidden] o_proj / down_proj out
 
-  std::vector<int> positions(T);
-  std::vector<AttentionSeq> seqs;
+  std::vector<int> positions(T);   // [T] RoPE position of each token row
+  std::vector<AttentionSeq> seqs;  // [batch.seqs.size()] each sequence's rows, cached tokens and (below) KV view
+  // BEGIN LAB02 SOLUTION: Model::forward, where each sequence's new tokens sit: rows, positions, cached tokens
   int row = 0;
   for (const auto& s : batch.seqs) {
     seqs.push_back({row, s.num_new_tokens, s.num_computed_tokens, {}});
     for (int i = 0; i < s.num_new_tokens; ++i) positions[row + i] = s.num_computed_tokens + i;
     row += s.num_new_tokens;
   }
+  // END LAB02 SOLUTION
 
   embedding_lookup(weights_.embed_tokens, batch.token_ids, x);
 

@@ -121,6 +121,13 @@ class Model {
    * writes its K row (kv_heads · head_dim floats, RoPE applied) to
    * KVView::key(num_computed_tokens + j) and its V row to value(...), before
    * attention reads them: the token attends to itself (lab 02).
+   *
+   * Where the new tokens sit (lab 02): the sequences' new tokens are
+   * consecutive rows of batch.token_ids in batch.seqs order, so sequence i's
+   * first row is the sum of the earlier sequences' num_new_tokens; its new
+   * token j has RoPE position num_computed_tokens + j; and attention is told,
+   * per sequence, AttentionSeq{first row, num_new_tokens, num_computed_tokens
+   * (the cached tokens before the new ones), its KVCache::view()}.
    * @return [batch.logits_indices.size(), vocab_size] logits, row-major.
    * @throws Error when a token id is outside the vocabulary, a position
    *         reaches max_position_embeddings, or a block table is too short
@@ -169,8 +176,27 @@ class Model {
 
  private:
   void check_batch(const Batch& batch, const KVCache& cache) const;
-  /// While counting, adds every op of @p batch's step to the counter from its
-  /// shapes alone, before the backend dispatch: the CPU and CUDA count alike.
+  /**
+   * @brief While counting, adds every op of @p batch's step to the counter
+   *        from its shapes alone, before the backend dispatch: the CPU and
+   *        CUDA count alike. Its totals must equal step_work() (perf/work.h).
+   *
+   * T = token rows, R = logits rows, H = hidden, Q = q_dim, KV = kv_dim,
+   * F = intermediate, f = 4 bytes (activations, KV, norm weights and biases
+   * are f32). One add() per op, with the op names below; GEMMs use
+   * gemm_work(M, N, K, weight dtype, F32):
+   * - "embedding": weight_bytes T·H·(embedding dtype size), act_written T·H·f;
+   * - per layer: "rmsnorm" (flops 4·T·H, weight_bytes H·f, act_read and act_written T·H·f);
+   *   "qkv_proj" gemm(T, Q + 2KV, H); "bias" only with attention_bias (flops, act_read and
+   *   act_written T·(Q + 2KV)[·f], weight_bytes (Q + 2KV)·f); "qkv_split" (read and write T·(Q + 2KV)·f);
+   *   "rope" (flops 3·T·(Q + KV), read and write T·(Q + KV)·f); "kv_write" (act_read and
+   *   kv_written 2·T·KV·f); "attention" once per sequence of n new tokens after c cached
+   *   (flops 4·Q·(n·c + n(n+1)/2), act_read and act_written n·Q·f, kv_read (c + n)·2·KV·f);
+   *   "o_proj" gemm(T, H, Q); "residual" (flops T·H, act_read 2·T·H·f, act_written T·H·f);
+   *   "rmsnorm" again; "gate_up_proj" gemm(T, 2F, H); "silu_mul" (flops 5·T·F, act_read
+   *   2·T·F·f, act_written T·F·f); "down_proj" gemm(T, H, F); "residual" again;
+   * - "final_norm" as rmsnorm over R rows; "lm_head" gemm(R, vocab, H) in the embedding dtype.
+   */
   void count_step(const Batch& batch);
 
   /// Per-layer weights stacked for fewer, larger GEMMs; LayerWeights' projections are views into these.

@@ -29,13 +29,16 @@ void Sampler::skip(int num_samples) {
 
 std::int32_t argmax(std::span<const float> values) {
   // The GPU's comparison (kernels/math/argmax.h), so both pick the same token, NaN rows included.
+  // BEGIN LAB01 SOLUTION: argmax, the greedy choice (lowest id on ties, a NaN never wins)
   ArgmaxCandidate best{0.0f, kNoArgmax};
   for (std::size_t i = 0; i < values.size(); ++i)
     best = argmax_pick(best, ArgmaxCandidate{values[i], static_cast<std::int32_t>(i)});
   return best.index < 0 ? 0 : best.index;
+  // END LAB01 SOLUTION
 }
 
 std::int32_t Sampler::sample(std::span<const float> logits) {
+  // BEGIN LAB01 SOLUTION: Sampler::sample, greedy or a draw from softmax(logits / temperature) cut by top-k and top-p
   if (params_.temperature == 0.0f) return argmax(logits);
   // Candidates sorted by logit, highest first (index breaks ties so the order is total).
   std::vector<std::int32_t> ids(logits.size());
@@ -74,6 +77,7 @@ std::int32_t Sampler::sample(std::span<const float> logits) {
     if (u < cdf) return ids[i];
   }
   return ids[keep - 1];  // u fell in the rounding gap at the very top
+  // END LAB01 SOLUTION
 }
 
 }  // namespace servelab

@@ -35,6 +35,18 @@ class Sampler {
 
   /**
    * @brief Chooses a token.
+   *
+   * Greedy (temperature 0): argmax(@p logits), drawing no random number.
+   * Otherwise exactly one uniform() draw u in [0, 1) per call:
+   * 1. order the ids by logit, highest first, the lower id first among equal
+   *    logits; with top_k > 0 keep only the first top_k of them;
+   * 2. p_i = exp((l_i - l_max) / temperature) / sum over the kept ids (subtract
+   *    the largest logit before dividing, so a tiny temperature gives 1 for the
+   *    best id and 0 for the rest instead of inf - inf = NaN);
+   * 3. with top_p < 1 keep the shortest prefix of that order whose mass reaches
+   *    top_p (at least one id) and divide its p_i by that mass;
+   * 4. return the first id, in that order, whose cumulative p exceeds u (u < cdf);
+   *    the last kept id if rounding leaves u above the total.
    * @param logits [vocab] scores of the next token.
    * @return the token id; ties in greedy mode go to the lowest id.
    */
@@ -61,6 +73,10 @@ class Sampler {
 
 /**
  * @brief Index of the largest value, lowest index on ties (the CUDA argmax's rule, kernels/math/argmax.h).
+ *
+ * Scan left to right, keeping the best candidate so far with argmax_pick()
+ * (kernels/math/argmax.h), starting from {0, kNoArgmax}: it already prefers
+ * a number to a NaN and the lower index on a tie.
  * @return a NaN never wins over a number; a row of NaNs, or an empty one, gives 0.
  */
 std::int32_t argmax(std::span<const float> values);

@@ -36,7 +36,12 @@ struct CostModel {
   double compute_efficiency = 1;  ///< fraction of peak_flops that compute-bound steps reach
   double memory_efficiency = 1;   ///< fraction of bandwidth that memory-bound steps reach
 
-  /// Predicted seconds for a step doing @p work.
+  /**
+   * @brief Predicted seconds for a step doing @p work: the roofline time of the
+   *        slower roof, max(work.flops / (peak_flops · compute_efficiency),
+   *        work.bytes() / (bandwidth · memory_efficiency)), plus overhead_s.
+   *        Every byte of the work counts (weights, activations, KV read and written).
+   */
   double predict(const Work& work) const;
 
   /**

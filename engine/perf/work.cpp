@@ -8,10 +8,12 @@ double kv_projection_flops(const ModelConfig& c, std::int64_t new_tokens) {
 }
 
 double attention_flops(const ModelConfig& c, std::int64_t cached_tokens, std::int64_t new_tokens) {
+  // BEGIN LAB02 SOLUTION: attention_flops (the query at position p reads p + 1 keys)
   // Query at position p reads p + 1 keys: sum over p = c .. c+n-1 of (p + 1) = n*c + n(n+1)/2.
   const double n = static_cast<double>(new_tokens), cached = static_cast<double>(cached_tokens);
   const double keys_read = n * cached + n * (n + 1.0) / 2.0;
   return 2.0 * 2.0 * keys_read * c.q_dim() * c.num_hidden_layers;
+  // END LAB02 SOLUTION
 }
 
 std::uint64_t kv_cache_bytes(const ModelConfig& c, std::int64_t context_len, std::int64_t batch, DType dtype) {
@@ -23,11 +25,13 @@ std::uint64_t kv_cache_bytes(const ModelConfig& c, std::int64_t context_len, std
 }
 
 std::uint64_t decode_weight_bytes(const ModelConfig& c, DType weight_dtype) {
+  // BEGIN LAB03 SOLUTION: decode_weight_bytes (every layer matrix, the norms and biases, the LM head, the final norm)
   const std::uint64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), f = c.intermediate_size;
   const std::uint64_t matrices = h * q + 2 * h * kv + q * h + 3 * h * f;
   const std::uint64_t small = 2 * h + (c.attention_bias ? q + 2 * kv : 0);  // norms and biases, f32
   return c.num_hidden_layers * (matrices * dtype_size(weight_dtype) + small * 4) +
          static_cast<std::uint64_t>(c.vocab_size) * h * dtype_size(weight_dtype) + h * 4;
+  // END LAB03 SOLUTION
 }
 
 Work gemm_work(std::int64_t M, std::int64_t N, std::int64_t K, DType weights, DType activations) {

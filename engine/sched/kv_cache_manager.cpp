@@ -23,6 +23,7 @@ int KVCacheManager::num_blocks_for(long num_tokens) const {
 
 std::optional<std::vector<std::int32_t>> KVCacheManager::allocate_slots(const Request& request, int num_new_tokens) {
   check(num_new_tokens >= 0, "allocate_slots: num_new_tokens must be >= 0, got ", num_new_tokens);
+  // BEGIN LAB04 SOLUTION: KVCacheManager::allocate_slots, top the table up to the blocks the tokens need, or nothing
   const auto it = tables_.find(request.request_id);
   const int held = it == tables_.end() ? 0 : it->second.num_blocks();
   const int needed = num_blocks_for(static_cast<long>(request.num_computed_tokens) + num_new_tokens) - held;
@@ -31,13 +32,16 @@ std::optional<std::vector<std::int32_t>> KVCacheManager::allocate_slots(const Re
   std::vector<std::int32_t> blocks = pool_.get_new_blocks(needed);
   tables_.try_emplace(request.request_id, block_size_).first->second.append(blocks);
   return blocks;
+  // END LAB04 SOLUTION
 }
 
 void KVCacheManager::free(const Request& request) {
+  // BEGIN LAB04 SOLUTION: KVCacheManager::free, every block back to the pool, the table forgotten
   const auto it = tables_.find(request.request_id);
   if (it == tables_.end()) return;
   pool_.free_blocks(it->second.block_ids());
   tables_.erase(it);
+  // END LAB04 SOLUTION
 }
 
 const BlockTable& KVCacheManager::block_table(int request_id) const {

@@ -50,6 +50,7 @@ void Scheduler::remove_finished(Request* request) {
 }
 
 void Scheduler::preempt(Request* victim) {
+  // BEGIN LAB04 SOLUTION: Scheduler::preempt, preemption by recompute
   std::erase(running_, victim);
   const int blocks = kv_.block_table(victim->request_id).num_blocks();
   if (log_)
@@ -61,6 +62,7 @@ void Scheduler::preempt(Request* victim) {
   ++victim->num_preemptions;
   ++num_preemptions_;
   waiting_.push_front(victim);  // first in line again: it arrived before anyone still waiting
+  // END LAB04 SOLUTION
 }
 
 bool Scheduler::may_admit() const {
@@ -93,12 +95,14 @@ SchedulerOutput Scheduler::schedule() {
       continue;
     }
     bool allocated = false;
+    // BEGIN LAB04 SOLUTION: Scheduler::schedule, make room for a running request by preempting the newest
     while (!(allocated = kv_.allocate_slots(*r, n).has_value())) {
       Request* victim = running_.back();  // the newest; never one already scheduled in this step (index < i)
       out.preempted_request_ids.push_back(victim->request_id);
       preempt(victim);
       if (victim == r) break;
     }
+    // END LAB04 SOLUTION
     if (!allocated) break;  // r was the newest and is now waiting: nothing runs after it
     out.scheduled.push_back({r, n});
     out.total_num_scheduled_tokens += n;
@@ -107,6 +111,7 @@ SchedulerOutput Scheduler::schedule() {
   }
 
   // 2. Waiting requests in arrival order (FCFS); none when this step had to preempt.
+  // BEGIN LAB04 SOLUTION: Scheduler::schedule, admit waiting requests in FCFS order while the seats and blocks allow
   if (out.preempted_request_ids.empty() && may_admit()) {
     const std::size_t limit =
         config_.policy == SchedulingPolicy::ONE_AT_A_TIME ? 1 : static_cast<std::size_t>(config_.max_num_seqs);
@@ -126,6 +131,7 @@ SchedulerOutput Scheduler::schedule() {
       budget -= n;
     }
   }
+  // END LAB04 SOLUTION
   return out;
 }
 

@@ -156,6 +156,12 @@ class Scheduler {
 
  private:
   bool may_admit() const;
+  /**
+   * Preemption by recompute: takes @p victim out of the running set, logs one line (its id, the blocks
+   * freed, the computed tokens thrown away), frees its blocks, marks it PREEMPTED with
+   * num_computed_tokens = 0, counts it (its num_preemptions and the scheduler's), and puts it at the
+   * front of the waiting queue: it arrived before anyone still waiting.
+   */
   void preempt(Request* victim);
 
   SchedulerConfig config_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/timer.h"
 #include "serve/engine.h"
 
 namespace servelab {
@@ -21,33 +22,63 @@ double GenerateResult::decode_tokens_per_second() const { return tpot() > 0 ? 1.
 
 GenerateResult generate(Model& model, std::span<const std::int32_t> prompt, const GenerateOptions& options,
                         const std::function<void(std::int32_t)>& on_token) {
-  // One request through the serving loop: one-at-a-time scheduling, a budget
-  // that fits any prompt, and a single KV block as long as the whole request
-  // (the contiguous cache). The engine checks the request itself.
+  // The engine checks the request as it checks any, and makes the contiguous cache: one block as
+  // long as the whole request. The steps are generate_loop()'s, with no scheduler.
   const int context = model.config().max_position_embeddings;
   const long total = static_cast<long>(prompt.size()) + options.max_new_tokens;
   EngineConfig config;
   config.scheduler = {SchedulingPolicy::ONE_AT_A_TIME, 1, context};
   config.block_size = static_cast<int>(std::clamp(total, 1L, static_cast<long>(context)));
   config.kv_cache_memory = kv_cache_bytes_for(model.config(), 1, config.block_size);
-  config.enable_kv_cache = options.use_kv_cache;
   Engine engine(model, config);
-  const int id = engine.add_request(prompt, options.sampling, options.max_new_tokens, options.stop_token_ids, 0.0);
+  engine.add_request(prompt, options.sampling, options.max_new_tokens, options.stop_token_ids, 0.0);
+  return generate_loop(model, engine.kv_cache(), prompt, options, on_token);
+}
 
+namespace {
+
+/**
+ * @brief Step k of generate_loop() (generate.h states the rules): feeds
+ *        @p sequence from index @p first, samples one token with @p sampler,
+ *        and records it in @p result (output_ids, step_tokens, step_seconds),
+ *        in @p sequence and through @p on_token.
+ * @return false when the token is one of options.stop_token_ids: generation ends after it.
+ */
+bool generate_step(Model& model, KVCache& cache, Sampler& sampler, std::vector<std::int32_t>& sequence, int first,
+                   const GenerateOptions& options, const std::function<void(std::int32_t)>& on_token,
+                   GenerateResult& result) {
+  // BEGIN LAB01 SOLUTION: generate_loop, one step: feed the sequence from `first`, sample, record, stop on a stop token
+  const double start = now_seconds();
+  Batch batch;
+  batch.add({0}, first, std::span(sequence).subspan(static_cast<std::size_t>(first)));
+  const std::int32_t token =
+      sampler.greedy() ? model.forward_greedy(batch, cache)[0] : sampler.sample(model.forward(batch, cache));
+  result.step_seconds.push_back(now_seconds() - start);
+  result.step_tokens.push_back(static_cast<int>(sequence.size()) - first);
+  result.output_ids.push_back(token);
+  sequence.push_back(token);
+  if (on_token) on_token(token);
+  return std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), token) == options.stop_token_ids.end();
+  // END LAB01 SOLUTION
+}
+
+}  // namespace
+
+GenerateResult generate_loop(Model& model, KVCache& cache, std::span<const std::int32_t> prompt,
+                             const GenerateOptions& options, const std::function<void(std::int32_t)>& on_token) {
   GenerateResult result;
   result.prompt_tokens = static_cast<int>(prompt.size());
-  while (engine.has_unfinished_requests()) {
-    for (const RequestOutput& out : engine.step()) {
-      result.step_tokens.push_back(engine.last_step().num_scheduled_tokens);
-      if (on_token) on_token(out.token);
+  Sampler sampler(options.sampling);
+  std::vector<std::int32_t> sequence(prompt.begin(), prompt.end());  // prompt, then each new token
+  for (int step = 0; step < options.max_new_tokens; ++step) {
+    int first = 0;  // the first token this step feeds; without a cache always 0
+    if (options.use_kv_cache) {
+      // BEGIN LAB02 SOLUTION: generate_loop, with the cache a step feeds only the tokens whose K and V it lacks
+      first = step == 0 ? 0 : static_cast<int>(sequence.size()) - 1;  // the prompt, then the newest token
+      // END LAB02 SOLUTION
     }
+    if (!generate_step(model, cache, sampler, sequence, first, options, on_token, result)) break;
   }
-  const Request& r = engine.request(id);
-  result.output_ids.assign(r.output_token_ids().begin(), r.output_token_ids().end());
-  // Step i's time: from the previous token (the request's arrival for the first) to token i.
-  const RequestMetrics m = RequestMetrics::from(r.times);
-  result.step_seconds.push_back(m.ttft);
-  result.step_seconds.insert(result.step_seconds.end(), m.itl.begin(), m.itl.end());
   return result;
 }
 

@@ -3,7 +3,9 @@
  * @file generate.h
  * @brief Autoregressive generation for one request: a prefill step over the
  *        prompt, then one decode step per new token, with per-step timings.
- *        A thin wrapper over one request in the serving loop (serve/engine.h).
+ *        The request is checked as the serving loop (serve/engine.h) checks
+ *        one, and runs through labs 01-02's own loop, generate_loop(), so the
+ *        first labs need none of lab 04's blocks and scheduler.
  *
  * With the KV cache off (Hugging Face's `use_cache=False`) every step feeds
  * the whole sequence so far into a fresh cache, recomputing every earlier
@@ -60,5 +62,40 @@ struct GenerateResult {
  */
 GenerateResult generate(Model& model, std::span<const std::int32_t> prompt, const GenerateOptions& options,
                         const std::function<void(std::int32_t)>& on_token = {});
+
+/**
+ * @brief The loop of one request over a contiguous cache: lab 01's
+ *        generation, and lab 02's change to it. generate() calls it after
+ *        checking the request.
+ *
+ * Step k (k = 1 .. max_new_tokens) feeds the tokens of the sequence
+ * (prompt + the k - 1 tokens so far) from a first index on, as a Batch of
+ * one sequence with block table {0} and num_computed_tokens = that index,
+ * logits for its last row only (Batch::add's default), and samples one token:
+ * - without a cache (options.use_kv_cache false, lab 01; transformers'
+ *   generate(use_cache=False)) the first index is always 0: the whole
+ *   sequence is fed again and every earlier token's K and V recomputed into
+ *   block 0 of @p cache, overwriting the previous step's;
+ * - with it (lab 02) the cache keeps what earlier steps wrote: the first
+ *   index is the number of tokens already in the cache, so step 1 feeds the
+ *   prompt and each later step only the newest token.
+ *
+ * The token is that step's Sampler(options.sampling) draw (one Sampler for the
+ * whole call; a greedy one asks Model::forward_greedy() for the argmax alone,
+ * which on CUDA picks on the device). It is appended to the sequence and to
+ * output_ids and passed to @p on_token. Generation stops after
+ * max_new_tokens tokens, or right after emitting a token of
+ * options.stop_token_ids (that token is part of the output).
+ *
+ * Fills every field of the result: output_ids, prompt_tokens,
+ * step_tokens[k-1] = tokens fed to step k, step_seconds[k-1] = wall time of
+ * step k, forward and sampling included (core/timer.h's now_seconds()).
+ * @param cache a contiguous cache whose block 0 holds prompt + max_new_tokens tokens.
+ * @pre the request is valid (generate() checks it): prompt not empty, ids in
+ *      the vocabulary, max_new_tokens >= 1, the whole sequence within the
+ *      model's max_position_embeddings.
+ */
+GenerateResult generate_loop(Model& model, KVCache& cache, std::span<const std::int32_t> prompt,
+                             const GenerateOptions& options, const std::function<void(std::int32_t)>& on_token = {});
 
 }  // namespace servelab

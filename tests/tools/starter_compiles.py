@@ -43,21 +43,32 @@ for path in sorted({f for _, f, _ in regions}):
     for lab, _, name in (r for r in regions if r[1] == path):
         if f'not implemented: lab {lab}, ' not in stubbed or f"// LAB{lab}: write this part: {name}." not in stubbed:
             failures.append(f"{path}: the region '{name}' of lab {lab} did not become its stub")
-    entry = commands.get(str(root / path))
+    source, extra = path, []
+    if path.endswith((".h", ".cuh")):
+        # A header: one translation unit that includes it, compiled as a file of its folder's library, with
+        # the stubbed tree's folder first on the include path so the include finds the stubbed copy.
+        top = pathlib.Path(path).parts[0]
+        source = next((str(pathlib.Path(f).relative_to(root)) for f in sorted(commands)
+                       if f.startswith(str(root / top) + "/") and f.endswith(".cpp")), None)
+        unit = scratch / (path.replace("/", "_") + ".cpp")
+        unit.write_text(f'#include "{pathlib.Path(path).relative_to(top)}"\n')
+        extra = [f"-I{tree / top}"]
+    entry = commands.get(str(root / source)) if source else None
     if entry is None:
         failures.append(f"{path}: no compile command in {commands_file}")
         continue
     # The reference file's own command, pointed at the stubbed copy, stopped after the syntax check.
     args = shlex.split(entry["command"]) if "command" in entry else list(entry["arguments"])
-    out = []
+    target = str(unit) if extra else str(tree / path)
+    out = [args[0]] + extra
     skip = False
-    for a in args:
+    for a in args[1:]:
         if skip:
             skip = False
         elif a == "-o":
             skip = True
         elif a != "-c":
-            out.append(str(tree / path) if pathlib.Path(a).is_absolute() and a == str(root / path) else a)
+            out.append(target if pathlib.Path(a).is_absolute() and a == str(root / source) else a)
     compiled = subprocess.run(out + ["-fsyntax-only"], cwd=entry["directory"], capture_output=True, text=True,
                               timeout=120)
     if compiled.returncode != 0:
