@@ -18,13 +18,20 @@ TEST_CASE("a claim that did not hold must say why, ids are unique, and the JSON 
   const auto out = std::filesystem::temp_directory_path() / "servelab_report_test";
   std::filesystem::remove_all(out);
   Report report("99_test", out);
-  report.claim({.id = "99.held", .source = "this lab", .statement = "a is smaller than b", .held = true,
+  report.claim({.id = "99.held",
+                .source = "this lab",
+                .statement = "a is smaller than b",
+                .held = true,
                 .evidence = "a = 1, b = 2"});
   CHECK_THROWS_AS(report.claim({.id = "99.missed", .statement = "c is smaller than d", .held = false}), Error);
   CHECK_THROWS_AS(report.claim({.id = "99.held", .statement = "again", .held = true}), Error);
   CHECK_THROWS_AS(report.claim({.id = "", .statement = "no id", .held = true}), Error);
-  report.claim({.id = "99.missed", .source = "article", .statement = "c is smaller than d", .held = false,
-                .evidence = "c = 4, d = 3", .cause = "d was measured on a busy core"});
+  report.claim({.id = "99.missed",
+                .source = "article",
+                .statement = "c is smaller than d",
+                .held = false,
+                .evidence = "c = 4, d = 3",
+                .cause = "d was measured on a busy core"});
   REQUIRE(report.claims().size() == 2);
 
   std::ifstream in(report.save());
