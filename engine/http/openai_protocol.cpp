@@ -7,6 +7,7 @@
 
 #include "core/json.h"
 #include "tokenizer/utf8.h"
+#include "workload/text.h"
 
 namespace servelab {
 
@@ -39,9 +40,14 @@ float read_number(const json& body, const char* name, float fallback, float lo, 
   const float x = std::isfinite(wide) && std::abs(wide) <= std::numeric_limits<float>::max()
                       ? static_cast<float>(wide)
                       : std::numeric_limits<float>::infinity();
-  if (!std::isfinite(x) || x > hi || (lo_open ? x <= lo : x < lo))
-    bad(name, std::string("'") + name + "' must be in " + (lo_open ? "(" : "[") + std::to_string(lo) + ", " +
-                  std::to_string(hi) + "], got " + json_brief(*v));
+  if (!std::isfinite(x) || x > hi || (lo_open ? x <= lo : x < lo)) {
+    // A value that passes as a double but not as the float the sampler uses says so (1e-300 is 0 as a float).
+    const std::string as_float = std::isfinite(x) && static_cast<double>(x) != wide
+                                     ? " (" + shortest_text(x) + " as the 32-bit float the engine samples with)"
+                                     : "";
+    bad(name, std::string("'") + name + "' must be in " + (lo_open ? "(" : "[") + shortest_text(lo) + ", " +
+                  shortest_text(hi) + "], got " + json_brief(*v) + as_float);
+  }
   return x;
 }
 

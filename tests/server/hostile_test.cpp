@@ -244,7 +244,9 @@ TEST_CASE("top_p too small for a float is refused naming top_p", "[hostile]") {
     FAIL("accepted");
   } catch (const ApiError& e) {
     CHECK(e.param == "top_p");
-    CHECK(std::string(e.what()).find("'top_p'") != std::string::npos);
+    const std::string message = e.what();
+    CHECK(message.find("'top_p' must be in (0, 1]") != std::string::npos);
+    CHECK(message.find("0 as the 32-bit float the engine samples with") != std::string::npos);
   }
 }
 
