@@ -12,41 +12,16 @@
  * @see labs/02_kv_cache/README.md
  */
 #include <algorithm>
-#include <cmath>
-#include <iomanip>
-#include <iostream>
-#include <map>
-#include <optional>
-#include <sstream>
 #include <tuple>
 
 #include "core/error.h"
-#include "kv/kv_cache.h"
 #include "lab.h"
 #include "lab02.h"
 #include "perf/hardware.h"
-#include "perf/work.h"
-#include "serve/generate.h"
-#include "serve/ladder.h"
 
 using namespace servelab;
 using namespace servelab::lab;
 using namespace servelab::lab02;
-
-namespace {
-
-// Median per-step seconds over runs that all generated the same number of tokens.
-std::vector<double> median_steps(const std::vector<GenerateResult>& runs) {
-  std::vector<double> out;
-  for (std::size_t s = 0; s < runs[0].step_seconds.size(); ++s) {
-    std::vector<double> v;
-    for (const auto& r : runs) v.push_back(r.step_seconds[s]);
-    out.push_back(summarize(v).median);
-  }
-  return out;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Lab 02: the KV cache, use_cache off vs on", "lab_02_kv_cache"};
@@ -94,127 +69,17 @@ int main(int argc, char** argv) {
     report.print_settings("Lab 02 — KV cache: use_cache off vs on");
 
     // 1. The article's experiment: time to generate N tokens, cache off vs on.
-    Table speed{.name = "kv_cache_speedup",
-                .title = "Generation time, use_cache off vs on (the article's table)",
-                .columns = {{"generated tokens"},
-                            {"no cache [s]", 3},
-                            {"KV cache [s]", 3},
-                            {"speedup", 2},
-                            {"no cache [tok/s]", 1},
-                            {"KV cache [tok/s]", 1},
-                            {"no cache min/max [s]"},
-                            {"KV cache min/max [s]"},
-                            {"same tokens"},
-                            {"article: no cache [s]", 2},
-                            {"article: KV cache [s]", 2},
-                            {"article: speedup", 2}}};
-    // The KV cache article's own table (qwen2.5-1.5b on a GPU, fp16), printed beside ours row by row.
-    const std::map<int, std::pair<double, double>> article = {{20, {1.938, 1.433}},
-                                                              {50, {2.202, 2.228}},
-                                                              {100, {4.528, 4.110}},
-                                                              {200, {9.226, 8.249}},
-                                                              {400, {24.924, 16.141}}};
-    std::vector<GenerateResult> longest_off, longest_on;
-    long total_steps = 0;
-    for (int n : token_counts) total_steps += 2L * n * (o.repeats + o.warmup);
-    std::optional<Progress> bar(std::in_place, "generating", total_steps);  // cleared before the tables print
-    std::string hash;
     for (const auto& [run, lab, config] : {std::tuple{"no cache", 1, no_cache}, {"KV cache", 2, kv_cache}})
       record_configuration(report, run, lab, base, config);
-    for (int n : token_counts) {
-      std::vector<GenerateResult> off, on;
-      for (int i = 0; i < o.warmup + o.repeats; ++i) {
-        // Alternate the two paths so a slow phase of the machine hits both.
-        for (bool cache : {false, true}) {
-          const LabConfig& config = cache ? kv_cache : no_cache;
-          use_config(*model, config);
-          GenerateOptions gen;
-          gen.max_new_tokens = n;
-          gen.use_kv_cache = config.engine.enable_kv_cache;
-          GenerateResult r = generate(*model, prompt, gen, [&](std::int32_t) { bar->advance(); });
-          if (i >= o.warmup) (cache ? on : off).push_back(std::move(r));
-        }
-      }
-      // The speedup means nothing unless both paths produced the same tokens.
-      for (std::size_t i = 0; i < off.size(); ++i) {
-        const auto& a = off[i].output_ids;
-        const auto& b = on[i].output_ids;
-        if (a != b) {
-          const auto at = std::mismatch(a.begin(), a.end(), b.begin()).first - a.begin();
-          fail("lab 02: with and without the KV cache the tokens differ first at new token ", at, " (", a[at], " vs ",
-               b[at], "); no speedup is printed for different outputs");
-        }
-      }
-      auto seconds = [](const std::vector<GenerateResult>& runs) {
-        std::vector<double> s;
-        for (const auto& r : runs) s.push_back(r.e2e());
-        return summarize(s);
-      };
-      const Summary t_off = seconds(off), t_on = seconds(on);
-      auto min_max = [](const Summary& s) {
-        std::ostringstream os;
-        os << std::fixed << std::setprecision(3) << s.min << "/" << s.max;
-        return os.str();
-      };
-      std::vector<Cell> row = {static_cast<long long>(n), t_off.median,    t_on.median,    t_off.median / t_on.median,
-                               n / t_off.median,          n / t_on.median, min_max(t_off), min_max(t_on),
-                               std::string("yes")};
-      if (const auto a = article.find(n); a != article.end())
-        row.insert(row.end(), {a->second.first, a->second.second, a->second.first / a->second.second});
-      else
-        row.insert(row.end(), 3, std::string("-"));
-      speed.add_row(row);
-      hash = token_hash(on[0].output_ids);
-      longest_off = std::move(off);
-      longest_on = std::move(on);
-    }
-    bar.reset();
-    speed.note = std::string(
-                     "Times include prefill. The article's columns are the KV cache article's measurements "
-                     "(qwen2.5-1.5b, fp16, a GPU), not this machine's. ") +
-                 (fast_reductions ? "Both paths used OpenBLAS reductions; their tokens were checked equal"
-                                  : "Both paths use deterministic reductions, so equal tokens are guaranteed by "
-                                    "construction and checked here") +
-                 " (last run's hash " + hash + ").";
-    report.add_table(speed);
+    const SpeedRuns speed = speed_table(*model, o, no_cache, kv_cache, token_counts, prompt, fast_reductions);
+    report.add_table(speed.table);
 
     // 2. The work the cache removes, step by step, for the longest run.
     const int n = token_counts.back();
-    const auto steps_off = median_steps(longest_off), steps_on = median_steps(longest_on);
-    Table work{.name = "work_per_step",
-               .title = "Work per step for " + std::to_string(n) + " new tokens (GFLOP, all layers)",
-               .columns = {{"step"},
-                           {"context L"},
-                           {"KV proj, no cache", 4},
-                           {"KV proj, cache", 4},
-                           {"attention, no cache", 4},
-                           {"attention, cache", 4},
-                           {"no cache [ms]", 2},
-                           {"cache [ms]", 2}}};
-    double totals[6] = {0, 0, 0, 0, 0, 0};
-    std::vector<int> shown = {1, 2, n / 4, n / 2, 3 * n / 4, n};
-    for (int s = 1; s <= n; ++s) {
-      const int context = prompt_len + s - 1;  // tokens in the sequence when step s starts
-      const int computed = s == 1 ? 0 : context - 1;
-      const double row[6] = {kv_projection_flops(c, context) / 1e9,
-                             kv_projection_flops(c, context - computed) / 1e9,
-                             attention_flops(c, 0, context) / 1e9,
-                             attention_flops(c, computed, context - computed) / 1e9,
-                             steps_off[s - 1] * 1e3,
-                             steps_on[s - 1] * 1e3};
-      for (int k = 0; k < 6; ++k) totals[k] += row[k];
-      if (std::find(shown.begin(), shown.end(), s) != shown.end() &&
-          (work.rows.empty() || work.number(-1, "step") != s))
-        work.add_row({static_cast<long long>(s), static_cast<long long>(context), row[0], row[1], row[2], row[3],
-                      row[4], row[5]});
-    }
-    work.add_row(
-        {std::string("total"), std::string(""), totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]});
-    work.note =
-        "Without a cache step s re-projects all L tokens (O(L·D)) and attends L queries to L keys "
-        "(O(L²·D)); with it, one token is projected and one query attends (O(L·D)). Step 1 is the prefill.";
-    report.add_table(work);
+    const auto steps_off = median_steps(speed.longest_off), steps_on = median_steps(speed.longest_on);
+    report.add_table(work_table(c, prompt_len, n, steps_off, steps_on));
 
+    // 3-5. What the cache costs in memory.
     const Table memory = kv_memory_table(), gpu_memory = gpu_memory_table(gpu("A100 80GB SXM"));
     report.add_table(memory);
     int cases = 0;
@@ -222,12 +87,7 @@ int main(int argc, char** argv) {
     report.add_table(allocated);
     report.add_table(gpu_memory);
 
-    Table per_step{.name = "step_times",
-                   .title = "Per-step time for " + std::to_string(n) + " new tokens",
-                   .columns = {{"step"}, {"no cache [ms]", 3}, {"cache [ms]", 3}}};
-    for (int s = 1; s <= n; ++s)
-      per_step.add_row({static_cast<long long>(s), steps_off[s - 1] * 1e3, steps_on[s - 1] * 1e3});
-    report.add_table(per_step, /*print=*/false);
+    report.add_table(step_times_table(n, steps_off, steps_on), /*print=*/false);
     report.add_plot({.name = "generation_time",
                      .table = "kv_cache_speedup",
                      .x = "generated tokens",
@@ -244,83 +104,7 @@ int main(int argc, char** argv) {
                      .ylabel = "time [ms]",
                      .logy = true});
 
-    // The chapter's claims, each decided on this run's numbers.
-    report.claim({.id = "02.same_tokens",
-                  .source = "this lab",
-                  .statement = "the KV cache changes no token",
-                  .held = true,  // the lab stopped above had any run differed
-                  .evidence = "every run of " + std::to_string(token_counts.size()) +
-                              " lengths gave the same tokens on both paths (last hash " + hash + ")"});
-    long unequal = 0;
-    for (long r = 0; r < static_cast<long>(allocated.rows.size()); ++r)
-      unequal += std::get<std::string>(allocated.cell(r, "equal")) != "yes";
-    report.claim(
-        {.id = "02.kv_bytes_formula",
-         .source = "the KV cache article, §2-6",
-         .statement = "KV bytes = 2 × layers × kv_heads × head_dim × L × B × bytes",
-         .held = unequal == 0,
-         .evidence = "the formula equals the bytes the engine's cache allocated in " + std::to_string(cases - unequal) +
-                     " of " + std::to_string(cases) + " cases (MHA, GQA, MQA; tiny to qwen2.5-0.5b)",
-         .cause = unequal == 0 ? "" : "the cache allocates by kv_bytes_per_token(), which differs from the formula"});
-    const double kv8 = static_cast<double>(kv_cache_bytes(preset("llama-3-8b"), 2048, 1, DType::BF16)),
-                 kv70 = static_cast<double>(kv_cache_bytes(preset("llama-3-70b"), 2048, 1, DType::BF16));
-    const bool near = std::abs(kv8 / 270e6 - 1) < 0.02 && std::abs(kv70 / 670e6 - 1) < 0.02;
-    report.claim(
-        {.id = "02.llama_kv_sizes",
-         .source = "the prefill/decode article (disaggregation)",
-         .statement = "one 2,048-token request holds about 270 MB of KV on Llama-3-8B and 670 MB on 70B (bf16)",
-         .held = near,
-         .evidence = fixed(kv8 / 1e6, 1) + " MB and " + fixed(kv70 / 1e6, 1) + " MB by the formula",
-         .cause = near ? "" : "the presets' shapes differ from the published models'"});
-    const long r8 = gpu_memory.row_where("model", std::string("llama-3-8b")),
-               r70 = gpu_memory.row_where("model", std::string("llama-3-70b"));
-    const auto fits = [&](long row) { return gpu_memory.cell(row, "requests of 8,192"); };
-    const bool budget = std::get<long long>(fits(r70)) == 0 && std::get<long long>(fits(r8)) > 0;
-    report.claim({.id = "02.gpu_memory",
-                  .source = "the KV cache article, §2-6",
-                  .statement = "GPU memory holds weights + KV + activations + runtime, so the parameter count alone "
-                               "does not say how many requests fit",
-                  .held = budget,
-                  .evidence = "on 80 GB, llama-3-8b's " + fixed(gpu_memory.number(r8, "weights [GB]"), 1) +
-                              " GB of weights leave " + fixed(gpu_memory.number(r8, "left for KV [GB]"), 1) +
-                              " GB for KV: " + std::to_string(std::get<long long>(fits(r8))) +
-                              " requests of 8,192 tokens; llama-3-70b's " +
-                              fixed(gpu_memory.number(r70, "weights [GB]"), 1) + " GB leave none",
-                  .cause = budget ? "" : "the presets' sizes differ from the published models'"});
-    const double speedup = speed.number(-1, "speedup");
-    // Decode steps only (step 1 is the prefill): how each path's step time moves as the context grows.
-    const auto decode_ms = [](const std::vector<double>& seconds) {
-      std::vector<double> ms;
-      for (std::size_t s = 1; s < seconds.size(); ++s) ms.push_back(seconds[s] * 1e3);
-      return step_growth(ms);
-    };
-    const StepGrowth off = decode_ms(steps_off), on = decode_ms(steps_on);
-    const std::string noise = "neighbouring steps differ by a median " + fixed(100 * off.noise, 0) +
-                              "% (recompute) and " + fixed(100 * on.noise, 0) +
-                              "% (cache): this run's timing noise; rerun on a quiet machine";
-    report.claim({.id = "02.cache_faster",
-                  .source = "the KV cache article, §2-5",
-                  .statement = "generation is faster with the KV cache",
-                  .held = speedup > 1,
-                  .evidence = fixed(speedup, 2) + "x for " + std::to_string(n) + " new tokens (" +
-                              fixed(speed.number(-1, "no cache [s]"), 3) + " s vs " +
-                              fixed(speed.number(-1, "KV cache [s]"), 3) + " s)",
-                  .cause = speedup > 1 ? "" : noise});
-    const bool flatter = off.ratio() > 1 && on.ratio() < off.ratio();
-    report.claim({.id = "02.cached_step_flat",
-                  .source = "the KV cache article, §2-4",
-                  .statement = "without the cache a decode step's time grows with the context; with it, it grows "
-                               "less (about flat)",
-                  .held = flatter,
-                  .evidence = "from the first third of the decode steps to the last: cache " + fixed(on.ratio(), 2) +
-                              "x (" + fixed(on.first, 2) + " to " + fixed(on.last, 2) + " ms), recompute " +
-                              fixed(off.ratio(), 2) + "x (" + fixed(off.first, 2) + " to " + fixed(off.last, 2) +
-                              " ms)",
-                  .cause = flatter ? "" : noise});
-
-    report.verdict("the KV cache gives the same tokens and is " + fixed(speedup, 1) + "x faster for " +
-                   std::to_string(n) + " new tokens; the memory formula equals the allocated bytes in " +
-                   std::to_string(cases - unequal) + " of " + std::to_string(cases) + " cases.");
+    check_claims(report, speed, allocated, cases, gpu_memory, steps_off, steps_on, token_counts.size(), n);
     report.save();
   });
 }

@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "lab.h"
+#include "model/model.h"
 #include "perf/cost_model.h"
 #include "perf/hardware.h"
+#include "perf/machine.h"
 #include "perf/work.h"
 
 namespace servelab::lab03 {
@@ -53,5 +55,39 @@ Table gpu_simulated_table(const ModelConfig& c, int context);
 
 /// 7. The article's puzzle: why a GPU barely noticed the recomputation (lab 02's experiment, predicted).
 Table kv_cache_puzzle(const CostModel& here, const StepDtypes& engine_dtypes);
+
+/// This machine's roofs, each measured three times (the best is the roof), GFLOP/s and GB/s.
+struct MachineRoofs {
+  std::vector<lab::RoofSamples> repeats{};  ///< f32 FMA, read and triad, on 1 thread and on all
+  double bf16N = 0;                         ///< bf16 dot on all threads; 0 without AVX512_BF16
+  double fma1 = 0, fmaN = 0, read1 = 0, readN = 0, triad1 = 0, triadN = 0;
+};
+
+/// Measures @p threads-thread and one-thread roofs three times each (measured.cpp).
+MachineRoofs measure_machine(int threads);
+
+/// 3. This machine's roofs, measured now, beside the datasheets: the roofs every point below is placed under.
+Table roofs_table(const MachineRoofs& r, int threads);
+
+/// Table 4 and what the cost model is fitted on.
+struct MeasuredSteps {
+  Table points{};                                      ///< one row per measured step
+  std::vector<std::pair<Work, double>> calibration{};  ///< counted work and median seconds per step
+  std::vector<std::string> names{};                    ///< each step's name, in calibration's order
+  std::string mismatch{};  ///< the first step whose counted work differs from the closed form, or empty
+};
+
+/// 4. Real steps of @p model on this machine (measured.cpp): a prefill of each of @p prefill_lens tokens and a
+///    decode step of each of @p decode_batches sequences with @p context tokens cached; the work counted by the
+///    engine and compared with step_work(), timed o.warmup + o.repeats times, bound against @p ridge_here.
+MeasuredSteps measure_steps(Model& model, const lab::LabOptions& o, const std::vector<int>& prefill_lens,
+                            const std::vector<int>& decode_batches, int context, double ridge_here);
+
+/// The chapter's claims (claims.cpp), each decided on this run's tables and @p roofs (with the @p busy warning
+/// when the roofs' repeats spread), then the verdict. @p prefill_lens and @p decode_batches are sorted.
+void check_claims(lab::Report& report, const Table& article, const Hardware& a100, const Table& compute_use,
+                  const Table& decode_bytes, const MeasuredSteps& steps, const MachineRoofs& roofs,
+                  const std::vector<int>& prefill_lens, const std::vector<int>& decode_batches,
+                  const std::string& busy);
 
 }  // namespace servelab::lab03

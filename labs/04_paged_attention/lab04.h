@@ -63,4 +63,24 @@ ServingRun serve(Model& model, const LabConfig& lab_config, const std::vector<Wo
 /// The continuous run @p cont, step by step, for the timeline plots (saved, not printed).
 Table timeline_table(const ServingRun& cont);
 
+/// Table 2 and each policy's run (the continuous one is the timeline's).
+struct Serving {
+  Table table{};
+  std::vector<ServingRun> runs{};  ///< one at a time, static, continuous
+  bool same_tokens = true;         ///< every request got the same tokens under every policy
+  std::string mismatch{};          ///< the first request that did not, and how many
+};
+
+/// 2. Time (time.cpp): @p workload served by lab 03's rung, static batching and lab 04's rung on @p model over
+///    @p base: what continuous batching buys in tokens/s and latency, with every request's tokens checked equal
+///    (with @p fast_reductions they may differ, and the table says where). Records each configuration on @p report.
+Serving serving_table(lab::Report& report, Model& model, const LabConfig& base,
+                      const std::vector<WorkloadRequest>& workload, bool fast_reductions);
+
+/// The chapter's claims (claims.cpp), each decided on this run's tables: @p fragmentation, @p memory and
+/// @p serving of @p num_requests requests with the run's @p block_size, @p max_num_seqs and the dry run's
+/// @p memory_requests; then the verdict.
+void check_claims(lab::Report& report, const Table& fragmentation, const KVMemory& memory, const Serving& serving,
+                  std::size_t num_requests, int block_size, int max_num_seqs, int memory_requests);
+
 }  // namespace servelab::lab04

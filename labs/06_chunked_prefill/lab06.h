@@ -222,4 +222,18 @@ StepCostLine simulated_step_cost(const GpuScale& g, int budget);
 /// 8. The simulator must not be what limits a sweep: one large sweep point, timed.
 Table simulator_speed(const GpuScale& g, const Flags& f, int best_budget);
 
+/// Lab 06's flags on @p app, over the defaults in @p f (flags.cpp).
+void add_flags(CLI::App& app, Flags& f);
+
+/// --quick: smaller sizes for every measured flag not given on @p app (and fewer simulated requests).
+void quick_sizes(const CLI::App& app, Flags& f);
+
+/// Refuses a flag out of range, naming it, before anything runs.
+void check_flags(const Flags& f);
+
+/// The chapter's claims, each decided on this run's numbers (the tables above), recorded on @p report,
+/// then the one-line verdict (claims.cpp).
+void check_claims(Report& report, const Flags& f, const GpuScale& g, const ArticleSplit& split, const HeadOfLine& head,
+                  const BudgetSweep& sweep, const Table& gpu_table, const Capacity& cap, const NotEnough& limits);
+
 }  // namespace servelab::lab06

@@ -176,4 +176,14 @@ Table summarisation_walkthrough(Report& report, const Flags& f);
 /// (h) DistServe's and Mooncake's headline numbers with their conditions, beside the closest reproduction in (e).
 Table paper_numbers(const Fleets& fleets, const Flags& f);
 
+/// The prefill/decode article's mechanism, checked on table (a)'s own numbers @p a: does the transfer dominate
+/// short prompts, and is it small beside a long prompt's prefill? @p control_s is the measured control-message
+/// round trip, seconds (claims.cpp).
+void transfer_claims(Report& report, const Table& a, const Flags& f, double control_s);
+
+/// Table (c)'s verdict from its medians over the repeats (@p real), with the simulator's check and the
+/// serving @p threads: did the split pay on this machine, and did it take the prefill out of the decode steps?
+void serving_claims(Report& report, const RealServing& real, const std::vector<Pattern>& patterns,
+                    const SimulatorCheck& check, int threads);
+
 }  // namespace servelab::lab07
