@@ -9,9 +9,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Debian packages the build needs (README, "Dependencies", says why each is there).
 packages=(build-essential cmake libopenblas-dev nlohmann-json3-dev libcli11-dev catch2 libbenchmark-dev python3-matplotlib
           pkg-config libpcre2-dev libutf8proc-dev
-          libcpp-httplib-dev curl python3-venv             # the HTTP server and its client tests (issue 16)
+          libcpp-httplib-dev curl python3-venv             # the HTTP server and its client tests
           libzmq3-dev cppzmq-dev libucx-dev                # lab 07: control plane (ZeroMQ) and KV data plane (UCX)
-          libdnnl-dev                                      # prefill GEMM (oneDNN), issue 17
+          libdnnl-dev                                      # prefill GEMM (oneDNN)
           doxygen)                                         # the course site (scripts/docs.sh) and its test
 # The sanitizer build and the fuzzers (CMake preset asan, scripts/fuzz.sh): clang,
 # and compiler-rt for ASan/UBSan/libFuzzer (only recommended by clang-14, so named);
