@@ -12,7 +12,7 @@ packages=(build-essential cmake libopenblas-dev nlohmann-json3-dev libcli11-dev 
           libcpp-httplib-dev curl python3-venv             # the HTTP server and its client tests (issue 16)
           libzmq3-dev cppzmq-dev libucx-dev                # lab 07: control plane (ZeroMQ) and KV data plane (UCX)
           libdnnl-dev                                      # prefill GEMM (oneDNN), issue 17
-          doxygen)                                         # the course site (scripts/docs.sh) and its test
+          doxygen fonts-noto-cjk)                          # the course site (scripts/docs.sh) and its test; Korean text
 # The sanitizer build and the fuzzers (CMake preset asan, scripts/fuzz.sh): clang,
 # and compiler-rt for ASan/UBSan/libFuzzer (only recommended by clang-14, so named);
 # clang-format for the formatting check of changed lines (scripts/check_format.sh).
