@@ -96,13 +96,17 @@ def nav_bar(sequence, i, contents, switch):
     return '<div class="site-nav">\n' + " &nbsp;·&nbsp; ".join(parts) + "\n</div>\n"
 
 
-def write_layout(path, groups):
-    """Doxygen's layout file: the side navigation and top tabs, one group of pages per section."""
+def write_layout(path, course, groups):
+    """Doxygen's layout file: the side navigation. The course's pages sit at its top level, so every page shows
+    them all; the engineering pages and the Korean edition are a group each, opened on their own pages."""
+    def user(label, title, indent):
+        return f'{indent}<tab type="user" url="@ref {label}" visible="yes" title="{html.escape(link_text(title), quote=False)}"/>'
+
     tabs = ['    <tab type="mainpage" visible="yes" title="Contents"/>']
+    tabs += [user(label, title, "    ") for label, title in course]
     for title, entries in groups:
         tabs.append(f'    <tab type="usergroup" url="[none]" visible="yes" title="{html.escape(title, quote=False)}">')
-        tabs += [f'      <tab type="user" url="@ref {label}" visible="yes" title="{html.escape(link_text(t), quote=False)}"/>'
-                 for label, t in entries]
+        tabs += [user(label, t, "      ") for label, t in entries]
         tabs.append("    </tab>")
     for kind, subs in [("classes", ["classlist", "hierarchy", "classmembers"]), ("files", ["filelist", "globals"])]:
         tabs.append(f'    <tab type="{kind}" visible="yes" title="">')
@@ -167,12 +171,12 @@ def main(root, out):
         if page.korean():
             render(page, page.korean(), f"{page.label}_ko", korean, ko_contents, (page.label, "English"), True)
 
-    groups = [(section, [(p.label, t) for p, (_, t) in zip(pages, english) if p.section == section])
-              for section in ["Course", "Engineering"]]
-    groups[0][1].pop(0)  # the main page is the layout's own first tab
+    # The main page is the layout's own first tab.
+    course = [(p.label, t) for p, (_, t) in zip(pages, english) if p.section == "Course" and p.label != "mainpage"]
+    groups = [("Engineering", [(p.label, t) for p, (_, t) in zip(pages, english) if p.section == "Engineering"])]
     if korean:
         groups.append(("한국어", korean))
-    write_layout(pages_dir / "layout.xml", groups)
+    write_layout(pages_dir / "layout.xml", course, groups)
 
     # Each header a chapter names gets a line in its own documentation pointing back to the chapters.
     with open(pages_dir / "taught_in.dox", "w") as dox:
