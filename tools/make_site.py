@@ -29,6 +29,7 @@ IMAGE = re.compile(r"!\[([^\]]*)\]\(figures/([\w.-]+)\)")
 HEADER = re.compile(r"`(engine/[\w/]+\.h)`")
 LABEL = re.compile(r"\s*\{#(\w+)\}\s*$")
 REF = re.compile(r"@(?:ref|subpage) (\w+)")
+MD_LINK = re.compile(r"\[([^\]\n]+)\]\(([\w./-]+\.md)\)")
 ENGINEERING = ["engineering", "serving", "bad_inputs", "claims"]
 
 
@@ -128,6 +129,8 @@ def main(root, out):
     english = [(p.label, split_title(p.source.read_text(), p.source)[0]) for p in pages]
     korean = [(f"{p.label}_ko", split_title(p.korean().read_text(), p.korean())[0]) for p in pages if p.korean()]
     korean_labels = {label[:-3] for label, _ in korean}
+    by_source = {p.source.resolve(): p.label for p in pages}
+    by_source.update({p.korean().resolve(): f"{p.label}_ko" for p in pages if p.korean()})
     ko_contents = ("mainpage_ko", "목차") if "mainpage" in korean_labels else ("mainpage", "Contents")
 
     def render(page, source, label, sequence, contents, switch, lang_ko):
@@ -154,7 +157,16 @@ def main(root, out):
             target = match.group(1)
             return f"@ref {target}_ko" if lang_ko and target in korean_labels else f"@ref {target}"
 
-        body = REF.sub(ref, IMAGE.sub(image, body))
+        def md_link(match):
+            # A link to another page's Markdown (GitHub's way) becomes a link to its page; one to a file the site
+            # does not show names the file instead of a link that goes nowhere.
+            target = (source.parent / match.group(2)).resolve()
+            if target in by_source:
+                return f'@ref {by_source[target]} "{link_text(match.group(1))}"'
+            shown = target.relative_to(root) if target.is_relative_to(root) else match.group(2)
+            return f"{match.group(1)} (`{shown}`)"
+
+        body = MD_LINK.sub(md_link, REF.sub(ref, IMAGE.sub(image, body)))
         if page.chapter:
             body = HEADER.sub(header, body)
         if page.label == "mainpage":
