@@ -29,6 +29,7 @@ IMAGE = re.compile(r"!\[([^\]]*)\]\(figures/([\w.-]+)\)")
 HEADER = re.compile(r"`(engine/[\w/]+\.h)`")
 LABEL = re.compile(r"\s*\{#(\w+)\}\s*$")
 REF = re.compile(r"@(?:ref|subpage) (\w+)")
+CODE_SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 MD_LINK = re.compile(r"\[([^\]\n]+)\]\(([\w./-]+\.md)\)")
 ENGINEERING = ["engineering", "serving", "bad_inputs", "claims"]
 
@@ -71,6 +72,19 @@ def split_title(text, path):
 def link_text(title):
     """A title as the text of a link: no backticks, no double quotes (they end Doxygen's link text)."""
     return title.replace("`", "").replace('"', "'")
+
+
+def quote_safe(body):
+    """Doxygen 1.9 reads a one-backtick span holding a quote before a non-letter (`is 'x': y`) as TeX quoting
+    (`foo'), and the span, or a whole table, shows raw; two backticks mean the same code to GitHub and Doxygen."""
+    lines, fenced = [], False
+    for line in body.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            line = CODE_SPAN.sub(lambda m: f"`` {m.group(1)} ``" if "'" in m.group(1) else m.group(0), line)
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def ladder(root, korean_labels):
@@ -166,7 +180,7 @@ def main(root, out):
             shown = target.relative_to(root) if target.is_relative_to(root) else match.group(2)
             return f"{match.group(1)} (`{shown}`)"
 
-        body = MD_LINK.sub(md_link, REF.sub(ref, IMAGE.sub(image, body)))
+        body = quote_safe(MD_LINK.sub(md_link, REF.sub(ref, IMAGE.sub(image, body))))
         if page.chapter:
             body = HEADER.sub(header, body)
         if page.label == "mainpage":
