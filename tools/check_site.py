@@ -133,9 +133,14 @@ def main(root, html_dir):
     pages = sorted(html_dir.glob("*.html"))
     for page in pages:
         check_page(html_dir, page, anchors, problems)
+    return finish("check_site.py", problems, f"{len(pages)} HTML pages checked")
+
+
+def finish(tool, problems, summary):
+    """Prints each problem on stderr and the summary line; the exit status: 1 when there is a problem."""
     for p in problems:
-        print(f"check_site.py: {p}", file=sys.stderr)
-    print(f"check_site.py: {len(pages)} HTML pages checked, {len(problems)} problem(s)")
+        print(f"{tool}: {p}", file=sys.stderr)
+    print(f"{tool}: {summary}, {len(problems)} problem(s)")
     return 1 if problems else 0
 
 

@@ -22,6 +22,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools"))
+from check_site import finish  # noqa: E402  (the site checker's report format)
+
 PAGES = ["index", "mainpage_ko", "lab04", "lab04_ko", "glossary", "glossary_ko", "student", "student_ko"]
 CJK = re.compile(r"[\u1100-\u11ff\u3000-\u9fff\uac00-\ud7a3\uf900-\ufaff\uff00-\uffef]")
 NAV = re.compile(r'<div id="nav-tree-contents">(.*?)<div id="splitbar"', re.S)
@@ -112,10 +115,7 @@ def main(html_dir, out):
                                 "with it")
         print(f"site_screenshots.py: {name}: {len(labs)} chapters in the navigation, {len(chars)} distinct "
               f"CJK characters, {len(missing)} without a font")
-    for p in problems:
-        print(f"site_screenshots.py: {p}", file=sys.stderr)
-    print(f"site_screenshots.py: {len(shown)} pages rendered into {out}, {len(problems)} problem(s)")
-    return 1 if problems else 0
+    return finish("site_screenshots.py", problems, f"{len(shown)} pages rendered into {out}")
 
 
 if __name__ == "__main__":
