@@ -31,7 +31,7 @@ LABEL = re.compile(r"\s*\{#(\w+)\}\s*$")
 REF = re.compile(r"@(?:ref|subpage) (\w+)")
 CODE_SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 MD_LINK = re.compile(r"\[([^\]\n]+)\]\(([\w./-]+\.md)\)")
-ENGINEERING = ["engineering", "serving", "bad_inputs", "claims"]
+ENGINEERING = ["engineering", "site", "serving", "bad_inputs", "claims"]
 
 
 @dataclasses.dataclass
