@@ -6,7 +6,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-# Debian packages the build needs (README, "Dependencies", says why each is there).
+# Debian packages the build needs (docs/engineering.md, "Dependencies", says why each is there).
 packages=(build-essential cmake libopenblas-dev nlohmann-json3-dev libcli11-dev catch2 libbenchmark-dev python3-matplotlib
           pkg-config libpcre2-dev libutf8proc-dev
           libcpp-httplib-dev curl python3-venv             # the HTTP server and its client tests

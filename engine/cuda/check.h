@@ -3,7 +3,7 @@
  * @file check.h
  * @brief Every CUDA runtime and cuBLAS call goes through one of these
  *        macros: a failure throws servelab::Error naming the call, the
- *        error and the file:line, so a run stops cleanly with one message
+ *        error and the file and line, so a run stops cleanly with one message
  *        instead of carrying on with garbage.
  *
  * Kernel launches return nothing; CUDA_CHECK_LAUNCH asks the runtime right

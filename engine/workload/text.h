@@ -44,7 +44,7 @@ struct FlagText {
   std::string_view text;      ///< the value given
   std::string_view expected;  ///< the spellings accepted, for the message
 
-  /// @throws Error `FLAG 'TEXT': WHY (expected EXPECTED)`, always.
+  /// @throws Error ``FLAG 'TEXT': WHY (expected EXPECTED)``, always.
   template <typename... Why>
   [[noreturn]] void bad(const Why&... why) const {
     fail(flag, " '", text, "': ", why..., " (expected ", expected, ")");

@@ -201,8 +201,12 @@ int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& b
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
+  const double start = now_seconds();
   try {
     body();
+    // The learner's guide (docs/student.md) gives each lab's time from this line; it is the whole run, flags to save.
+    std::cout << app.get_name() << ": wall time " << std::fixed << std::setprecision(1) << now_seconds() - start
+              << " s\n";
   } catch (const Error& e) {
     std::cout.flush();
     std::cerr << app.get_name() << ": error: " << e.what() << "\n";

@@ -180,7 +180,8 @@ void quick_timing(const CLI::App& app, LabOptions& options);
  * @brief Parses the flags and runs @p body; turns every servelab::Error into
  *        one "<lab>: error: ..." line on stderr and exit status 1. A flag
  *        error (unknown flag, a value that is not a number) ends the same
- *        way; only --help exits 0.
+ *        way; only --help exits 0. A run that ends well prints its wall time last
+ *        ("<lab>: wall time 23.4 s"), the time per lab the learner's guide quotes.
  */
 int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& body);
 

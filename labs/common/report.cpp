@@ -44,6 +44,13 @@ std::string cpu_model() {
   return "unknown";
 }
 
+// @p text padded with spaces to @p width terminal columns, on the right (left-aligned) or the left.
+std::string pad(const std::string& text, std::size_t width, bool right_align) {
+  const std::size_t used = display_width(text);
+  const std::string fill(width > used ? width - used : 0, ' ');
+  return right_align ? fill + text : text + fill;
+}
+
 std::string run_command(const std::string& cmd) {
   std::string out;
   if (FILE* p = ::popen(cmd.c_str(), "r")) {
@@ -56,6 +63,25 @@ std::string run_command(const std::string& cmd) {
 }
 
 }  // namespace
+
+std::size_t display_width(const std::string& s) {
+  std::size_t width = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(s[i]);
+    if ((byte & 0xC0) == 0x80) continue;
+    char32_t cp = byte;
+    const std::size_t extra = byte >= 0xF0 ? 3 : byte >= 0xE0 ? 2 : byte >= 0xC0 ? 1 : 0;
+    if (extra) cp = byte & (0x3F >> extra);
+    for (std::size_t k = 1; k <= extra && i + k < s.size(); ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    const bool wide = (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) ||
+                      (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+                      (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
+                      (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x20000 && cp <= 0x3FFFD);
+    width += wide ? 2 : 1;
+  }
+  return width;
+}
 
 void Table::add_row(std::vector<Cell> row) {
   check(row.size() == columns.size(), "table ", name, ": row has ", row.size(), " cells, header has ", columns.size());
@@ -101,17 +127,16 @@ double Table::number(long row, const std::string& header) const {
 void Table::print_markdown(std::ostream& os) const {
   std::vector<std::vector<std::string>> text;
   std::vector<std::size_t> width(columns.size());
-  for (std::size_t c = 0; c < columns.size(); ++c) width[c] = columns[c].header.size();
+  for (std::size_t c = 0; c < columns.size(); ++c) width[c] = display_width(columns[c].header);
   for (const auto& row : rows) {
     text.emplace_back();
     for (std::size_t c = 0; c < row.size(); ++c) {
       text.back().push_back(format_cell(row[c], columns[c].precision));
-      width[c] = std::max(width[c], text.back().back().size());
+      width[c] = std::max(width[c], display_width(text.back().back()));
     }
   }
   os << "### " << title << "\n\n|";
-  for (std::size_t c = 0; c < columns.size(); ++c)
-    os << ' ' << std::left << std::setw(int(width[c])) << columns[c].header << " |";
+  for (std::size_t c = 0; c < columns.size(); ++c) os << ' ' << pad(columns[c].header, width[c], false) << " |";
   os << "\n|";
   for (std::size_t c = 0; c < columns.size(); ++c) {
     // Text columns align left, numbers right (Markdown's ---: marker).
@@ -123,7 +148,7 @@ void Table::print_markdown(std::ostream& os) const {
     os << "|";
     for (std::size_t c = 0; c < columns.size(); ++c) {
       const bool numeric = !std::holds_alternative<std::string>(rows[r][c]);
-      os << ' ' << (numeric ? std::right : std::left) << std::setw(int(width[c])) << text[r][c] << " |";
+      os << ' ' << pad(text[r][c], width[c], numeric) << " |";
     }
     os << "\n";
   }
@@ -179,9 +204,9 @@ void Report::setting(const std::string& key, const std::string& value) { setting
 void Report::print_settings(const std::string& title) const {
   std::cout << "## " << title << "\n\n";
   std::size_t width = 0;
-  for (const auto& [key, value] : settings_.items()) width = std::max(width, key.size());
+  for (const auto& [key, value] : settings_.items()) width = std::max(width, display_width(key));
   for (const auto& [key, value] : settings_.items())
-    std::cout << std::left << std::setw(int(width)) << key << "  " << value.get<std::string>() << "\n";
+    std::cout << pad(key, width, false) << "  " << value.get<std::string>() << "\n";
   std::cout << "\n";
 }
 

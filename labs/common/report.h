@@ -28,6 +28,13 @@ namespace servelab::lab {
 /// One table cell: text, an integer, or a number printed with its column's precision.
 using Cell = std::variant<std::string, long long, double>;
 
+/**
+ * Terminal columns @p text (UTF-8) takes: one per code point, two for an East Asian wide character
+ * (Hangul, CJK, full-width forms). Tables pad their cells by it, not by bytes, so a cell holding "—"
+ * (three bytes) or Korean lines up with its column.
+ */
+std::size_t display_width(const std::string& text);
+
 /// One column of a table: its header and how many digits its numbers print with.
 struct Column {
   std::string header;  ///< units in brackets, e.g. "time [ms]"

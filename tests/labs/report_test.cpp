@@ -3,6 +3,7 @@
 // the harness is not the student's code.
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 using servelab::Error;
 using servelab::lab::Claim;
 using servelab::lab::Report;
+using servelab::lab::Table;
 
 TEST_CASE("a claim that did not hold must say why, ids are unique, and the JSON keeps every field") {
   const auto out = std::filesystem::temp_directory_path() / "servelab_report_test";
@@ -44,4 +46,23 @@ TEST_CASE("a claim that did not hold must say why, ids are unique, and the JSON 
   CHECK(j["claims"][1]["cause"] == "d was measured on a busy core");
   CHECK(j["claims"][1]["source"] == "article");
   std::filesystem::remove_all(out);
+}
+
+TEST_CASE("a printed table pads by terminal columns, so cells holding a dash or Korean line up") {
+  CHECK(servelab::lab::display_width("abc") == 3);
+  CHECK(servelab::lab::display_width("\u2014") == 1);              // "—": 3 bytes, one column
+  CHECK(servelab::lab::display_width("\uD504\uB9AC\uD544") == 6);  // "프리필": 9 bytes, two columns each
+  Table t{.name = "t", .title = "T", .columns = {{"term"}, {"value", 1}}};
+  t.add_row({std::string("\u2014"), 1.0});
+  t.add_row({std::string("\uD504\uB9AC\uD544"), 22.5});
+  t.add_row({std::string("prefill"), 3.0});
+  std::ostringstream os;
+  t.print_markdown(os);
+  std::istringstream lines(os.str());
+  std::string line;
+  std::vector<std::size_t> widths;
+  while (std::getline(lines, line))
+    if (line.rfind("|", 0) == 0) widths.push_back(servelab::lab::display_width(line));
+  REQUIRE(widths.size() == 5);  // header, rule, three rows
+  for (std::size_t w : widths) CHECK(w == widths[0]);
 }
