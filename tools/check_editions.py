@@ -10,6 +10,8 @@ A page X.md has its Korean edition in X.ko.md beside it. Every lab chapter
 the concept pages must have one; the engineering notes may stay English. For
 each pair the two editions must have:
   - the same sections: as many headings, at the same levels, in the same order;
+    a heading's Doxygen label {#name} is {#name_ko} in the Korean edition, so
+    the site's pages never share a label and each finds its other edition;
   - the same pasted blocks, byte for byte: every <!-- results:NAME --> block
     that tools/paste_results.py fills, and every <!-- shared:NAME --> block
     written once for both (the glossary's table), in the same order;
@@ -29,19 +31,21 @@ NEEDS_KOREAN = ["labs/[0-9][0-9]_*/README.md", "docs/mainpage.md", "docs/student
                 "docs/concepts/*.md"]
 FENCE = re.compile(r"^\s*(```|~~~)")
 HEADING = re.compile(r"^(#{1,6})\s+\S")
+LABEL = re.compile(r"\{#([\w-]+)\}\s*$")
 BLOCK = re.compile(r"<!-- (results|shared):([\w.-]+) -->(.*?)<!-- /\1 -->", re.S)
 FIGURE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)|<img\s[^>]*src=\"([^\"]+)\"")
 QUESTION = re.compile(r"^\s*\d+\.\s+`(\d\d\.[\w.-]+)`", re.M)
 
 
 def headings(text):
-    """The (level, line) of each Markdown heading outside fenced code, where '#' starts shell comments."""
+    """The (level, line, label) of each Markdown heading outside fenced code, where '#' starts shell comments."""
     found, fenced = [], False
     for line in text.splitlines():
         if FENCE.match(line):
             fenced = not fenced
         elif not fenced and HEADING.match(line):
-            found.append((len(HEADING.match(line).group(1)), line.strip()))
+            label = LABEL.search(line)
+            found.append((len(HEADING.match(line).group(1)), line.strip(), label.group(1) if label else None))
     return found
 
 
@@ -57,11 +61,17 @@ def compare(english_path, korean_path, root):
     problems = []
 
     en_h, ko_h = headings(english), headings(korean)
-    if [lvl for lvl, _ in en_h] != [lvl for lvl, _ in ko_h]:
-        i = first_difference([lvl for lvl, _ in en_h], [lvl for lvl, _ in ko_h])
+    if [h[0] for h in en_h] != [h[0] for h in ko_h]:
+        i = first_difference([h[0] for h in en_h], [h[0] for h in ko_h])
         at = lambda h: f"'{h[i][1]}'" if i < len(h) else "the end"
         problems.append(f"{page}: sections differ: {len(en_h)} headings in English, {len(ko_h)} in Korean; "
                         f"heading {i + 1} is {at(en_h)} in English, {at(ko_h)} in Korean")
+    else:
+        for (_, en_line, en_label), (_, ko_line, ko_label) in zip(en_h, ko_h):
+            want = en_label and en_label + "_ko"
+            if ko_label != want:
+                problems.append(f"{page}: labels differ: '{ko_line}' must end in "
+                                f"{'{#' + want + '}' if want else 'no label'}, as '{en_line}' is labelled")
 
     en_b = [(kind, name, body) for kind, name, body in BLOCK.findall(english)]
     ko_b = [(kind, name, body) for kind, name, body in BLOCK.findall(korean)]
@@ -115,6 +125,7 @@ def self_test(root):
     first_question = QUESTION.search(korean).group(1)
     breaks = {
         "sections differ": korean.replace(first_heading, first_heading[3:], 1),
+        "labels differ": korean.replace(first_heading, first_heading + " {#lab01_run}", 1),
         "tables differ": korean.replace(first_block, first_block.replace("\n", "\n\n", 1), 1),
         "figures differ": korean.replace(first_figure, first_figure.replace(".png", "_old.png"), 1),
         "question ids differ": korean.replace(f"`{first_question}`", f"`{first_question}x`", 1),
