@@ -71,8 +71,9 @@ def main(root, out):
     if "<!-- site:ladder -->" not in main_page:
         sys.exit("make_site.py: docs/mainpage.md has no <!-- site:ladder --> marker")
     (pages / "mainpage.md").write_text(main_page.replace("<!-- site:ladder -->", "\n".join(ladder)))
-    for page in ["glossary.md", "sources.md", *(f"concepts/{p.name}" for p in
-                                               sorted((root / "docs" / "concepts").glob("*.md")))]:
+    # A page's Korean edition (X.ko.md) is not a page of its own here: the language switch pairs it with X.md.
+    concepts = sorted(p for p in (root / "docs" / "concepts").glob("*.md") if not p.name.endswith(".ko.md"))
+    for page in ["glossary.md", "sources.md", *(f"concepts/{p.name}" for p in concepts)]:
         shutil.copy(root / "docs" / page, pages / pathlib.Path(page).name)
     # The bad-input table is generated (tools/bad_input_table.py); its page label is added here.
     bad = (root / "docs" / "bad_inputs.md").read_text()
