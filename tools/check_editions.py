@@ -17,6 +17,9 @@ each pair the two editions must have:
     written once for both (the glossary's table), in the same order;
   - the same figures: the same image paths in the same order;
   - the same question ids (the `NN.name` that opens each question).
+It also fails on Korean emphasis that Doxygen would show as literal asterisks:
+**bold** or *em* with a particle glued on (**Prefill**은), which Markdown on
+GitHub renders but Doxygen does not; such a span is written <b>Prefill</b>은.
 Prints one line per difference, naming the page and the first place they part,
 and exits 1 if there is any. --self-test breaks a copy of lab 01's pair in each
 of those ways, and removes its Korean edition, and fails unless each is caught.
@@ -35,6 +38,9 @@ LABEL = re.compile(r"\{#([\w-]+)\}\s*$")
 BLOCK = re.compile(r"<!-- (results|shared):([\w.-]+) -->(.*?)<!-- /\1 -->", re.S)
 FIGURE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)|<img\s[^>]*src=\"([^\"]+)\"")
 QUESTION = re.compile(r"^\s*\d+\.\s+`(\d\d\.[\w.-]+)`", re.M)
+# Emphasis whose closing star touches a Hangul (any non-ASCII) character: Doxygen does not close it.
+GLUED = re.compile(r"(?<![\w*\\])(\*\*?)[^\s*][^*\n]*?\1(?=[^\x00-\x7f])")
+CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
 
 
 def headings(text):
@@ -89,6 +95,12 @@ def compare(english_path, korean_path, root):
     if en_f != ko_f:
         problems.append(f"{page}: figures differ: English shows {en_f or 'none'}, Korean {ko_f or 'none'}")
 
+    prose = CODE.sub("", BLOCK.sub("", korean))
+    glued = [m.group(0) + prose[m.end()] for m in GLUED.finditer(prose)]
+    if glued:
+        problems.append(f"{korean_path.relative_to(root)}: emphasis Doxygen shows as literal stars: {glued[:3]} "
+                        f"(write <b>...</b> or <em>...</em> before a particle)")
+
     en_q, ko_q = QUESTION.findall(english), QUESTION.findall(korean)
     if en_q != ko_q:
         missing = [q for q in en_q if q not in ko_q]
@@ -129,6 +141,7 @@ def self_test(root):
         "tables differ": korean.replace(first_block, first_block.replace("\n", "\n\n", 1), 1),
         "figures differ": korean.replace(first_figure, first_figure.replace(".png", "_old.png"), 1),
         "question ids differ": korean.replace(f"`{first_question}`", f"`{first_question}x`", 1),
+        "emphasis Doxygen shows": korean.replace(first_heading, first_heading + "\n\n**Prefill**은", 1),
         "no Korean edition": None,
     }
     missed = []
