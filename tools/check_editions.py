@@ -20,8 +20,9 @@ each pair the two editions must have:
 It also fails on Korean emphasis that Doxygen would show as literal asterisks:
 **bold** or *em* with a particle glued on (**Prefill**은), which Markdown on
 GitHub renders but Doxygen does not; such a span is written <b>Prefill</b>은.
-Prints one line per difference, naming the page and the first place they part,
-and exits 1 if there is any. --self-test breaks a copy of lab 01's pair in each
+A Korean page with no English page beside it fails too. Prints one line per
+difference, naming the page and the first place they part, and exits 1 if there
+is any. --self-test breaks a copy of lab 01's pair in each
 of those ways, and removes its Korean edition, and fails unless each is caught.
 """
 import pathlib
@@ -111,7 +112,7 @@ def compare(english_path, korean_path, root):
 
 
 def check(root):
-    """Every problem of the whole tree: a page without its Korean edition, or a pair out of step."""
+    """Every problem of the whole tree: a page without its Korean edition (or the reverse), or a pair out of step."""
     problems = []
     for pattern in NEEDS_KOREAN:
         for english in sorted(root.glob(pattern)):
@@ -122,6 +123,10 @@ def check(root):
                 problems.append(f"{english.relative_to(root)}: no Korean edition ({korean.name} beside it)")
             else:
                 problems += compare(english, korean, root)
+        # A Korean page whose English one was renamed or removed would drift unchecked.
+        for korean in sorted(root.glob(pattern.removesuffix(".md") + ".ko.md")):
+            if not korean.with_name(korean.name.removesuffix(".ko.md") + ".md").is_file():
+                problems.append(f"{korean.relative_to(root)}: no English page beside it to keep in step with")
     return problems
 
 

@@ -70,7 +70,7 @@ def main(results_file, chapter_file):
 
 
 def paste(blocks, results_file, chapter):
-    """One chapter edition's text with every marked block replaced, and the count; exits naming a block the results lack."""
+    """One chapter edition's text with every marked block replaced, and the count; exits on a block the run lacks."""
 
     def replace(match):
         name = match.group(1)
