@@ -14,6 +14,7 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -50,15 +51,6 @@ struct Expr {
   std::vector<std::pair<std::string, Expr>> kwargs;  ///< Call, Filter
   std::vector<std::string> ops;                      ///< Compare: == != < <= > >= in "not in"
   bool negate = false;                               ///< Test: `is not`
-
-  /// A node of @p kind at @p line, the other fields empty.
-  static Expr make(Kind kind, int line, std::string name = {}) {
-    Expr e;
-    e.kind = kind;
-    e.line = line;
-    e.name = std::move(name);
-    return e;
-  }
 };
 
 /// A statement, or a run of literal text.
@@ -95,16 +87,21 @@ struct Node {
   std::vector<Node> body, else_body;                 ///< For, Macro, SetBlock, Block
   std::vector<std::pair<std::string, Expr>> params;  ///< Macro: name and default (undefined Literal: none)
   std::vector<bool> has_default;                     ///< Macro: whether params[i] has a default
-
-  /// A node of @p kind at @p line, the other fields empty.
-  static Node make(Kind kind, int line, std::string text = {}) {
-    Node n;
-    n.kind = kind;
-    n.line = line;
-    n.text = std::move(text);
-    return n;
-  }
 };
+
+/// An Expr or Node of @p kind at @p line, with @p name (Expr::name, Node::text) and the other fields empty.
+template <typename N>
+N make(typename N::Kind kind, int line, std::string name = {}) {
+  N n;
+  n.kind = kind;
+  n.line = line;
+  if constexpr (std::is_same_v<N, Expr>) {
+    n.name = std::move(name);
+  } else {
+    n.text = std::move(name);
+  }
+  return n;
+}
 
 /**
  * @brief Parses template source into statements.

@@ -333,11 +333,11 @@ class Parser {
     while (peek().type != Tok::End) {
       const Token& t = peek();
       if (t.type == Tok::Text) {
-        body.push_back(Node::make(Node::Kind::Text, t.line, t.text));
+        body.push_back(make<Node>(Node::Kind::Text, t.line, t.text));
         ++i_;
       } else if (t.type == Tok::VarBegin) {
         ++i_;
-        Node n = Node::make(Node::Kind::Output, t.line);
+        Node n = make<Node>(Node::Kind::Output, t.line);
         n.expr = parse_tuple_or_expression();
         if (peek().type != Tok::VarEnd) error("expected '}}', got " + describe(peek()));
         ++i_;
@@ -363,17 +363,17 @@ class Parser {
     if (name == "macro") return parse_macro(line);
     if (name == "break" || name == "continue") {
       expect_block_end();
-      return Node::make(name == "break" ? Node::Kind::Break : Node::Kind::Continue, line);
+      return make<Node>(name == "break" ? Node::Kind::Break : Node::Kind::Continue, line);
     }
     if (name == "generation") {  // transformers' AssistantTracker: the body, rendered in place
       expect_block_end();
-      Node n = Node::make(Node::Kind::Block, line);
+      Node n = make<Node>(Node::Kind::Block, line);
       n.body = parse_body({"endgeneration"});
       end_block("endgeneration", "generation", line);
       return n;
     }
     if (name == "filter") {
-      Node n = Node::make(Node::Kind::FilterBlock, line);
+      Node n = make<Node>(Node::Kind::FilterBlock, line);
       // The body's text is the filter's operand: parse `| name(args)` after a placeholder.
       n.expr = parse_filters_after(literal(Value::string(""), line));
       if (n.expr.kind != Expr::Kind::Filter) error("expected a filter name after '{% filter'");
@@ -396,7 +396,7 @@ class Parser {
   }
 
   Node parse_if(int line) {
-    Node n = Node::make(Node::Kind::If, line);
+    Node n = make<Node>(Node::Kind::If, line);
     Node::Branch b;
     b.condition = parse_expression();
     expect_block_end();
@@ -431,7 +431,7 @@ class Parser {
   }
 
   Node parse_for(int line) {
-    Node n = Node::make(Node::Kind::For, line);
+    Node n = make<Node>(Node::Kind::For, line);
     if (at_op("(")) unsupported("a parenthesised loop target");
     n.targets = parse_targets();
     if (!at_name("in")) error("expected 'in' in '{% for %}', got " + describe(peek()));
@@ -455,7 +455,7 @@ class Parser {
   }
 
   Node parse_set(int line) {
-    Node n = Node::make(Node::Kind::Set, line);
+    Node n = make<Node>(Node::Kind::Set, line);
     n.targets = parse_targets();
     if (n.targets.size() == 1 && at_op(".")) {
       ++i_;
@@ -477,7 +477,7 @@ class Parser {
   }
 
   Node parse_macro(int line) {
-    Node n = Node::make(Node::Kind::Macro, line);
+    Node n = make<Node>(Node::Kind::Macro, line);
     n.text = expect_name();
     expect_op("(");
     while (!at_op(")")) {
@@ -506,7 +506,7 @@ class Parser {
     const int line = peek().line;
     Expr first = stop_at_if ? parse_or() : parse_expression();
     if (!at_op(",")) return first;
-    Expr tuple = Expr::make(Expr::Kind::TupleLiteral, line);
+    Expr tuple = make<Expr>(Expr::Kind::TupleLiteral, line);
     tuple.args.push_back(std::move(first));
     while (at_op(",")) {
       ++i_;
@@ -521,7 +521,7 @@ class Parser {
     Expr e = parse_or();
     if (at_name("if")) {
       const int line = next().line;
-      Expr c = Expr::make(Expr::Kind::Conditional, line);
+      Expr c = make<Expr>(Expr::Kind::Conditional, line);
       c.args.push_back(parse_or());  // condition
       c.args.push_back(std::move(e));
       if (at_name("else")) {
@@ -535,7 +535,7 @@ class Parser {
   }
 
   static Expr binary(std::string op, Expr a, Expr b, int line) {
-    Expr e = Expr::make(Expr::Kind::Binary, line, std::move(op));
+    Expr e = make<Expr>(Expr::Kind::Binary, line, std::move(op));
     e.args.push_back(std::move(a));
     e.args.push_back(std::move(b));
     return e;
@@ -553,9 +553,11 @@ class Parser {
   }
   Expr parse_not() {
     if (at_name("not")) {
+      enter();
       const int line = next().line;
-      Expr n = Expr::make(Expr::Kind::Not, line);
+      Expr n = make<Expr>(Expr::Kind::Not, line);
       n.args.push_back(parse_not());
+      --depth_;
       return n;
     }
     return parse_compare();
@@ -563,7 +565,7 @@ class Parser {
   Expr parse_compare() {
     const int line = peek().line;
     Expr first = parse_math1();
-    Expr c = Expr::make(Expr::Kind::Compare, line);
+    Expr c = make<Expr>(Expr::Kind::Compare, line);
     c.args.push_back(std::move(first));
     while (true) {
       std::string op;
@@ -624,7 +626,7 @@ class Parser {
       const Token& op = next();
       Expr operand = parse_unary(false);
       if (op.text == "-") {
-        e = Expr::make(Expr::Kind::Negate, op.line);
+        e = make<Expr>(Expr::Kind::Negate, op.line);
         e.args.push_back(std::move(operand));
       } else {
         e = binary("+", literal(Value::integer(0), op.line), std::move(operand), op.line);
@@ -644,7 +646,7 @@ class Parser {
       if (t.text == "true" || t.text == "True") return literal(Value::boolean(true), t.line);
       if (t.text == "false" || t.text == "False") return literal(Value::boolean(false), t.line);
       if (t.text == "none" || t.text == "None") return literal(Value::none(), t.line);
-      return Expr::make(Expr::Kind::Name, t.line, t.text);
+      return make<Expr>(Expr::Kind::Name, t.line, t.text);
     }
     if (t.type == Tok::String) {
       std::string s;
@@ -666,11 +668,11 @@ class Parser {
       ++i_;
       if (at_op(")")) {
         ++i_;
-        return Expr::make(Expr::Kind::TupleLiteral, t.line);
+        return make<Expr>(Expr::Kind::TupleLiteral, t.line);
       }
       Expr e = parse_expression();
       if (at_op(",")) {
-        Expr tuple = Expr::make(Expr::Kind::TupleLiteral, t.line);
+        Expr tuple = make<Expr>(Expr::Kind::TupleLiteral, t.line);
         tuple.args.push_back(std::move(e));
         while (at_op(",")) {
           ++i_;
@@ -684,7 +686,7 @@ class Parser {
     }
     if (at_op("[")) {
       ++i_;
-      Expr list = Expr::make(Expr::Kind::ListLiteral, t.line);
+      Expr list = make<Expr>(Expr::Kind::ListLiteral, t.line);
       while (!at_op("]")) {
         if (!list.args.empty()) expect_op(",");
         if (at_op("]")) break;
@@ -695,7 +697,7 @@ class Parser {
     }
     if (at_op("{")) {
       ++i_;
-      Expr dict = Expr::make(Expr::Kind::DictLiteral, t.line);
+      Expr dict = make<Expr>(Expr::Kind::DictLiteral, t.line);
       while (!at_op("}")) {
         if (!dict.args.empty()) expect_op(",");
         if (at_op("}")) break;
@@ -710,7 +712,7 @@ class Parser {
   }
 
   static Expr literal(Value v, int line) {
-    Expr e = Expr::make(Expr::Kind::Literal, line);
+    Expr e = make<Expr>(Expr::Kind::Literal, line);
     e.value = std::move(v);
     return e;
   }
@@ -720,13 +722,13 @@ class Parser {
       if (at_op(".")) {
         const int line = next().line;
         if (peek().type == Tok::Int) {  // x.0 is x[0]
-          Expr item = Expr::make(Expr::Kind::Item, line);
+          Expr item = make<Expr>(Expr::Kind::Item, line);
           item.args.push_back(std::move(e));
           item.args.push_back(parse_primary());
           e = std::move(item);
           continue;
         }
-        Expr a = Expr::make(Expr::Kind::Attribute, line, expect_name());
+        Expr a = make<Expr>(Expr::Kind::Attribute, line, expect_name());
         a.args.push_back(std::move(e));
         e = std::move(a);
       } else if (at_op("[")) {
@@ -749,12 +751,12 @@ class Parser {
     Expr first = part({":", "]"});
     if (at_op("]")) {
       ++i_;
-      Expr item = Expr::make(Expr::Kind::Item, line);
+      Expr item = make<Expr>(Expr::Kind::Item, line);
       item.args.push_back(std::move(e));
       item.args.push_back(std::move(first));
       return item;
     }
-    Expr slice = Expr::make(Expr::Kind::Slice, line);
+    Expr slice = make<Expr>(Expr::Kind::Slice, line);
     slice.args.push_back(std::move(e));
     slice.args.push_back(std::move(first));
     expect_op(":");
@@ -791,7 +793,7 @@ class Parser {
   }
 
   Expr parse_call(Expr callee) {
-    Expr call = Expr::make(Expr::Kind::Call, peek().line);
+    Expr call = make<Expr>(Expr::Kind::Call, peek().line);
     call.args.push_back(std::move(callee));
     parse_arguments(call);
     return call;
@@ -800,7 +802,7 @@ class Parser {
   // `{% filter a | b(1) %}`: the first name has no `|` before it.
   Expr parse_filters_after(Expr operand) {
     const int line = peek().line;
-    Expr f = Expr::make(Expr::Kind::Filter, line, expect_name());
+    Expr f = make<Expr>(Expr::Kind::Filter, line, expect_name());
     if (!has_filter(f.name) && jinja2_has(f.name, false)) unsupported("the filter '" + f.name + "'", line);
     f.args.push_back(std::move(operand));
     if (at_op("(")) parse_arguments(f);
@@ -811,14 +813,14 @@ class Parser {
     while (true) {
       if (at_op("|")) {
         const int line = next().line;
-        Expr f = Expr::make(Expr::Kind::Filter, line, expect_name());
+        Expr f = make<Expr>(Expr::Kind::Filter, line, expect_name());
         if (!has_filter(f.name) && jinja2_has(f.name, false)) unsupported("the filter '" + f.name + "'", line);
         f.args.push_back(std::move(e));
         if (at_op("(")) parse_arguments(f);
         e = std::move(f);
       } else if (at_name("is")) {
         const int line = next().line;
-        Expr t = Expr::make(Expr::Kind::Test, line);
+        Expr t = make<Expr>(Expr::Kind::Test, line);
         if (at_name("not")) ++i_, t.negate = true;
         t.name = expect_name();
         if (!has_test(t.name) && jinja2_has(t.name, true)) unsupported("the test '" + t.name + "'", line);

@@ -27,39 +27,11 @@ void Dict::set(const std::string& key, Value value) {
   items.emplace_back(key, std::move(value));
 }
 
-Value Value::none() {
-  Value v;
-  v.kind_ = Kind::None;
-  return v;
-}
-
-Value Value::boolean(bool b) {
-  Value v;
-  v.kind_ = Kind::Bool;
-  v.data_ = b;
-  return v;
-}
-
-Value Value::integer(std::int64_t i) {
-  Value v;
-  v.kind_ = Kind::Int;
-  v.data_ = i;
-  return v;
-}
-
-Value Value::number(double d) {
-  Value v;
-  v.kind_ = Kind::Float;
-  v.data_ = d;
-  return v;
-}
-
-Value Value::string(std::string s) {
-  Value v;
-  v.kind_ = Kind::String;
-  v.data_ = std::move(s);
-  return v;
-}
+Value Value::none() { return make(Kind::None, std::monostate{}); }
+Value Value::boolean(bool b) { return make(Kind::Bool, b); }
+Value Value::integer(std::int64_t i) { return make(Kind::Int, i); }
+Value Value::number(double d) { return make(Kind::Float, d); }
+Value Value::string(std::string s) { return make(Kind::String, std::move(s)); }
 
 Value Value::markup(std::string s) {
   Value v = string(std::move(s));
@@ -83,31 +55,12 @@ std::string html_escape(std::string_view s) {
 }
 
 Value Value::list(std::vector<Value> items, ListKind kind) {
-  Value v;
-  v.kind_ = Kind::List;
-  v.data_ = std::make_shared<const List>(List{.items = std::move(items), .kind = kind, .consumed = 0});
-  return v;
+  return make(Kind::List, std::make_shared<const List>(List{.items = std::move(items), .kind = kind, .consumed = 0}));
 }
-
-Value Value::dict(Dict d) {
-  Value v;
-  v.kind_ = Kind::Dict;
-  v.data_ = std::make_shared<const Dict>(std::move(d));
-  return v;
-}
-
-Value Value::namespace_of(Dict attributes) {
-  Value v;
-  v.kind_ = Kind::Namespace;
-  v.data_ = std::make_shared<Dict>(std::move(attributes));
-  return v;
-}
-
+Value Value::dict(Dict d) { return make(Kind::Dict, std::make_shared<const Dict>(std::move(d))); }
+Value Value::namespace_of(Dict attributes) { return make(Kind::Namespace, std::make_shared<Dict>(std::move(attributes))); }
 Value Value::function(std::string name, std::function<Value(const Args&)> call) {
-  Value v;
-  v.kind_ = Kind::Function;
-  v.data_ = std::make_shared<const Function>(Function{std::move(name), std::move(call)});
-  return v;
+  return make(Kind::Function, std::make_shared<const Function>(Function{std::move(name), std::move(call)}));
 }
 
 Value Value::from_json(const nlohmann::ordered_json& j) {

@@ -145,6 +145,14 @@ class Value {
   bool equals(const Value& other) const;
 
  private:
+  template <typename T>
+  static Value make(Kind kind, T data) {
+    Value v;
+    v.kind_ = kind;
+    v.data_ = std::move(data);
+    return v;
+  }
+
   Kind kind_ = Kind::Undefined;
   bool markup_ = false;  // String: a Markup
   std::variant<std::monostate, bool, std::int64_t, double, std::string, std::shared_ptr<const List>,
