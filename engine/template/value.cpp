@@ -58,7 +58,9 @@ Value Value::list(std::vector<Value> items, ListKind kind) {
   return make(Kind::List, std::make_shared<const List>(List{.items = std::move(items), .kind = kind, .consumed = 0}));
 }
 Value Value::dict(Dict d) { return make(Kind::Dict, std::make_shared<const Dict>(std::move(d))); }
-Value Value::namespace_of(Dict attributes) { return make(Kind::Namespace, std::make_shared<Dict>(std::move(attributes))); }
+Value Value::namespace_of(Dict attributes) {
+  return make(Kind::Namespace, std::make_shared<Dict>(std::move(attributes)));
+}
 Value Value::function(std::string name, std::function<Value(const Args&)> call) {
   return make(Kind::Function, std::make_shared<const Function>(Function{std::move(name), std::move(call)}));
 }
