@@ -16,7 +16,8 @@ conversations, and writes what it got:
 Templates come from two places: llama.cpp's models/templates/*.jinja (the
 templates it tests its own chat code with; its tree is in the llama-cpp-python
 sdist on PyPI) and the chat templates of the tokenizers tests/fixtures/tokenizer/
-ships. The tokenizer that renders them is tests/fixtures/tokenizer/llama3-style
+ships, plus 40 small seeded random templates (servelab-whitespace-NN) that
+mix whitespace with every tag and whitespace-control form. The tokenizer that renders them is tests/fixtures/tokenizer/llama3-style
 (its special tokens are what bos_token/eos_token read). strftime_now() is fixed
 to 2026-01-15 12:00:00 so the renders do not depend on the day.
 
@@ -34,6 +35,7 @@ import glob
 import json
 import os
 import platform
+import random
 import shutil
 
 import jinja2
@@ -102,6 +104,43 @@ CONVERSATIONS = {
 }
 
 
+def whitespace_templates(count, seed=1234):
+    """Small random templates that mix text whitespace with every tag and whitespace-control form.
+
+    jinja2's trim_blocks/lstrip_blocks rules have corner cases (a tag after a
+    tag, `+` and `-` on either side, comments, a final newline) that real
+    templates only partly cover; these cover them, seeded, so the set is fixed.
+    """
+    rng = random.Random(seed)
+    texts = ["", " ", "  ", "\n", " \n ", "\t", "x", "\n\n  ", "y \n", "\n    z\n"]
+
+    def tag(open_, body, close):
+        left = rng.choice(["", "-", "+"]) if open_ != "{{" else rng.choice(["", "-"])
+        right = rng.choice(["", "-", "+"]) if close != "}}" else rng.choice(["", "-"])
+        return f"{open_}{left} {body} {right}{close}"
+
+    def block(depth):
+        out = []
+        for _ in range(rng.randint(1, 4)):
+            out.append(rng.choice(texts))
+            kind = rng.choice(["var", "comment", "set", "if", "for"] if depth < 2 else ["var", "comment", "set"])
+            if kind == "var":
+                out.append(tag("{{", rng.choice(["'v'", "messages[0].role", "1 + 1"]), "}}"))
+            elif kind == "comment":
+                out.append(tag("{#", "note", "#}"))
+            elif kind == "set":
+                out.append(tag("{%", "set a = 1", "%}"))
+            elif kind == "if":
+                out += [tag("{%", "if true", "%}"), block(depth + 1), tag("{%", "else", "%}"), block(depth + 1),
+                        tag("{%", "endif", "%}")]
+            else:
+                out += [tag("{%", "for m in messages", "%}"), block(depth + 1), tag("{%", "endfor", "%}")]
+            out.append(rng.choice(texts))
+        return "".join(out)
+
+    return {f"servelab-whitespace-{i:02d}": block(0) + rng.choice(["", "\n", "\n\n"]) for i in range(count)}
+
+
 class FixedDatetime(datetime.datetime):
     @classmethod
     def now(cls, tz=None):
@@ -127,6 +166,8 @@ def main():
     sources["servelab-qwen2-tiny-chat"] = open(
         os.path.join(tok_dir, "qwen2-tiny-chat", "chat_template.jinja"), encoding="utf-8"
     ).read()
+    synthetic = whitespace_templates(40)
+    sources.update(synthetic)
 
     chat_template_utils.datetime = FixedDatetime  # what strftime_now() reads
     tokenizer = PreTrainedTokenizerFast.from_pretrained(os.path.join(tok_dir, "llama3-style"))
@@ -140,6 +181,8 @@ def main():
             f.write(source)
         renders = []
         for conv_name, (messages, tools) in CONVERSATIONS.items():
+            if name in synthetic and conv_name != "multi_turn":
+                continue  # one conversation is enough to test whitespace
             for add_generation_prompt in (False, True):
                 entry = {"conversation": conv_name, "add_generation_prompt": add_generation_prompt}
                 try:
