@@ -545,7 +545,8 @@ void add_globals(Dict& g) {
           if (step == 0) issue("range() step must not be zero");
           std::vector<Value> items;
           for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-            if (items.size() >= 1'000'000) issue("range() of more than 1,000,000 items");
+            // jinja2's sandbox caps range() at MAX_RANGE = 100000 items too.
+            if (items.size() >= 100'000) issue("range too big (more than 100,000 items, jinja2's sandbox limit)");
             items.push_back(Value::integer(i));
           }
           return Value::list(std::move(items), ListKind::View);
