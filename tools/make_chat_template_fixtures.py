@@ -81,6 +81,14 @@ CONVERSATIONS = {
         None,
     ),
     "unicode": ([{"role": "user", "content": "  Grüße, 世界! 🙂\n\ttabs and 'quotes' \"too\"  "}], None),
+    "reasoning": (
+        [
+            {"role": "user", "content": "What is 2+2?"},
+            {"role": "assistant", "content": "4", "reasoning_content": "Add the two numbers."},
+            {"role": "user", "content": "And 3+3?"},
+        ],
+        None,
+    ),
     "tools": ([{"role": "user", "content": "What is the weather in Paris?"}], [WEATHER_TOOL]),
     "tool_call": (
         [
