@@ -684,29 +684,22 @@ class Parser {
       expect_op(")");
       return e;
     }
-    if (at_op("[")) {
-      ++i_;
-      Expr list = make<Expr>(Expr::Kind::ListLiteral, t.line);
-      while (!at_op("]")) {
-        if (!list.args.empty()) expect_op(",");
-        if (at_op("]")) break;
-        list.args.push_back(parse_expression());
+    if (at_op("[") || at_op("{")) {
+      const bool is_list = next().text == "[";
+      Expr e = make<Expr>(is_list ? Expr::Kind::ListLiteral : Expr::Kind::DictLiteral, t.line);
+      // Items up to the closing bracket, comma-separated, a trailing comma allowed; a dict item is key: value.
+      const std::string_view close = is_list ? "]" : "}";
+      while (!at_op(close)) {
+        if (!e.args.empty()) expect_op(",");
+        if (at_op(close)) break;
+        e.args.push_back(parse_expression());
+        if (!is_list) {
+          expect_op(":");
+          e.args.push_back(parse_expression());
+        }
       }
       ++i_;
-      return list;
-    }
-    if (at_op("{")) {
-      ++i_;
-      Expr dict = make<Expr>(Expr::Kind::DictLiteral, t.line);
-      while (!at_op("}")) {
-        if (!dict.args.empty()) expect_op(",");
-        if (at_op("}")) break;
-        dict.args.push_back(parse_expression());
-        expect_op(":");
-        dict.args.push_back(parse_expression());
-      }
-      ++i_;
-      return dict;
+      return e;
     }
     error("unexpected " + describe(t) + " in an expression");
   }
