@@ -37,7 +37,7 @@ seed fuzz_config "$fixtures"/*/config.json "$fixtures"/tokenizer/qwen2-tiny-chat
 seed fuzz_safetensors_index "$fixtures"/llama-tiny/model.safetensors.index.json
 seed fuzz_tokenizer_json "$fixtures"/tokenizer/*/tokenizer.json
 python3 - "$fixtures" "$work/corpus" <<'EOF'
-import json, os, struct, sys
+import glob, json, os, struct, sys
 fixtures, corpus = sys.argv[1], sys.argv[2]
 os.makedirs(f"{corpus}/fuzz_safetensors", exist_ok=True)
 for model in ("qwen2-tiny", "qwen2-tiny-bf16", "llama-tiny-f16"):
@@ -72,6 +72,9 @@ for style in ("llama3-style", "qwen2-style"):
     config = json.load(open(f"{fixtures}/tokenizer/{style}/tokenizer_config.json"))
     if isinstance(config.get("chat_template"), str):
         templates.append(config["chat_template"])
+# The real templates servelab's interpreter is tested on (tests/fixtures/chat_templates/).
+for path in sorted(glob.glob(f"{fixtures}/chat_templates/templates/*.jinja")):
+    templates.append(open(path, encoding="utf-8").read())
 for i, t in enumerate(templates):
     open(f"{corpus}/fuzz_chat_template/template-{i}", "wb").write(
         (t + "\0You are kind.\0What is a KV cache? \uc548\ub155\0It stores keys.").encode())

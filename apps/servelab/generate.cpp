@@ -98,7 +98,7 @@ Prompt make_prompt(const GenerateArgs& a, const ModelConfig& c) {
     messages.push_back({"user", a.chat});
     // As transformers' apply_chat_template: the template writes the special tokens itself.
     p.ids = tok.encode(chat.render(messages, true), false);
-    p.description = std::string("--chat, ") + chat.name() + " template";
+    p.description = "--chat, the chat template of " + chat.origin();
   }
   p.stop_ids = load_stop_token_ids(p.text->config_dir, tok);
   return p;

@@ -55,8 +55,11 @@ ChatTemplate load_chat_template(const std::filesystem::path& dir) {
     if (t.is_string()) {
       jinja = t.get<std::string>();
     } else if (t.is_array()) {
+      // As transformers: the template named "default" is the one apply_chat_template uses.
       for (const auto& named : t)
-        if (named.is_object() && named.value("name", "") == "default") jinja = named.value("template", "");
+        if (named.is_object() && named.value("name", "") == "default" && named.contains("template") &&
+            named["template"].is_string())
+          jinja = named["template"].get<std::string>();
       check(!jinja.empty(), source, ": chat_template is a list without a \"default\" template");
     } else {
       fail(source, ": chat_template must be a string or a list of {name, template}");
@@ -67,8 +70,12 @@ ChatTemplate load_chat_template(const std::filesystem::path& dir) {
   } else {
     fail(dir.string(), ": no chat template (neither tokenizer_config.json's chat_template nor chat_template.jinja)");
   }
-  const std::string bos = config.is_object() && config.contains("bos_token") ? token_text(config["bos_token"]) : "";
-  return ChatTemplate::recognise(jinja, bos, source);
+  // transformers' special_tokens_map: the named special tokens that are set.
+  ChatTemplate::SpecialTokens tokens;
+  for (const char* name : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"})
+    if (config.is_object() && config.contains(name))
+      if (std::string text = token_text(config[name]); !text.empty()) tokens.emplace_back(name, std::move(text));
+  return ChatTemplate(jinja, std::move(tokens), source);
 }
 
 std::vector<std::int32_t> load_stop_token_ids(const std::filesystem::path& dir, const Tokenizer& tokenizer) {

@@ -30,12 +30,13 @@ namespace servelab {
 Tokenizer load_tokenizer(const std::filesystem::path& dir);
 
 /**
- * @brief Recognises the chat template of the model in @p dir.
+ * @brief Loads the chat template of the model in @p dir.
  *
  * The template is `chat_template` in tokenizer_config.json (a string, or a
  * list of {name, template} of which "default" is used), else the file
- * chat_template.jinja. The Llama 3 format starts with tokenizer_config.json's bos_token.
- * @throws Error naming the folder when there is no template, or as ChatTemplate::recognise().
+ * chat_template.jinja. The template can read tokenizer_config.json's
+ * bos_token, eos_token, unk_token, sep_token, pad_token, cls_token and mask_token.
+ * @throws Error naming the folder when there is no template, or as ChatTemplate's constructor.
  */
 ChatTemplate load_chat_template(const std::filesystem::path& dir);
 

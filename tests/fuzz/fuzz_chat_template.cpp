@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file fuzz_chat_template.cpp
- * @brief libFuzzer target: chat template recognition and rendering.
+ * @brief libFuzzer target: chat template parsing and rendering.
  *
  * Input: a Jinja template, a NUL byte, then messages separated by NUL bytes
  * (roles cycle system, user, assistant). The rendered prompt of valid
@@ -39,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   };
   std::string prompt;
   try {
-    const auto chat = servelab::ChatTemplate::recognise(parts[0], "<|begin_of_text|>", "fuzz");
+    servelab::ChatTemplate chat(parts[0], {{"bos_token", "<|begin_of_text|>"}}, "fuzz");
+    chat.set_limits({.max_output_bytes = 1 << 20, .max_loop_iterations = 100'000, .max_call_depth = 16});
     prompt = chat.render(messages, true);
   } catch (const servelab::Error&) {
     return 0;

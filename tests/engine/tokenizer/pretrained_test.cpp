@@ -57,12 +57,18 @@ TEST_CASE("a model folder without tokenizer.json is an error naming the file", "
   REQUIRE_ERROR_MENTIONS(load_tokenizer(dir), (dir / "tokenizer.json").string(), "no tokenizer.json");
 }
 
-TEST_CASE("a chat template that is not ChatML or Llama 3 is an error naming the file", "[tokenizer][chat][bad-input]") {
+TEST_CASE("a chat template is executed, and one servelab cannot run is an error naming the file",
+          "[tokenizer][chat][bad-input]") {
   ScratchDir scratch("template");
   std::ofstream(scratch.path() / "tokenizer_config.json")
-      << R"({"chat_template": "{% for m in messages %}<<{{ m.role }}>>{% endfor %}"})";
-  REQUIRE_ERROR_MENTIONS(load_chat_template(scratch.path()), "tokenizer_config.json",
-                         "not a format servelab recognises", "<<{{ m.role }}>>");
+      << R"({"chat_template": [{"name": "tool_use", "template": "T"},)"
+      << R"( {"name": "default", "template": "{% for m in messages %}<<{{ m.role }}>>{% endfor %}"}]})";
+  const std::vector<ChatMessage> hi = {{"user", "hi"}};
+  CHECK(load_chat_template(scratch.path()).render(hi, false) == "<<user>>");
+  std::ofstream(scratch.path() / "tokenizer_config.json")
+      << R"({"chat_template": "{% for m in messages %}{{ m.role | wordwrap }}{% endfor %}"})";
+  REQUIRE_ERROR_MENTIONS(load_chat_template(scratch.path()), "tokenizer_config.json", "line 1", "filter 'wordwrap'",
+                         "not supported");
   std::ofstream(scratch.path() / "tokenizer_config.json") << R"({"chat_template": )";
   REQUIRE_ERROR_MENTIONS(load_chat_template(scratch.path()), "tokenizer_config.json", "not valid JSON");
 }
