@@ -2,6 +2,7 @@
 // Grading tests of lab 01 (ctest -L lab01): the recompute path, the TTFT/TPOT
 // definitions, and the lab's own run and results files. No timing is asserted.
 #include "core/error.h"
+#include "graded.h"
 #include "lab_runner.h"
 #include "model/model.h"
 #include "serve/generate.h"
@@ -20,17 +21,11 @@ TEST_CASE("lab 01 is the bottom of the ladder: no KV cache", "[lab01]") {
 }
 
 TEST_CASE("without a cache step k feeds prompt + k - 1 tokens and the tokens equal the cached path", "[lab01]") {
-  ModelOptions engine;
-  engine.deterministic = true;
-  auto model = Model::from_preset("small", 0, engine);
+  auto model = test::deterministic_model("small");
   const auto prompt = synthetic_prompt(20, model->config().vocab_size, 3);
-  GenerateOptions gen;
-  gen.max_new_tokens = 16;
-  gen.use_kv_cache = Techniques::for_lab(1).kv_cache;
-  const auto recompute = generate(*model, prompt, gen);
+  const auto recompute = test::generate_as_lab(*model, prompt, 16, 1);
   for (int k = 1; k <= 16; ++k) CHECK(recompute.step_tokens[k - 1] == 20 + k - 1);
-  gen.use_kv_cache = true;
-  CHECK(generate(*model, prompt, gen).output_ids == recompute.output_ids);
+  CHECK(test::generate_as_lab(*model, prompt, 16, 2).output_ids == recompute.output_ids);
 }
 
 TEST_CASE("TTFT is the first step and TPOT = (E2E - TTFT) / (n - 1)", "[lab01]") {
@@ -48,9 +43,7 @@ TEST_CASE("TTFT is the first step and TPOT = (E2E - TTFT) / (n - 1)", "[lab01]")
 TEST_CASE("lab 01 --quick prints its tables and writes JSON and CSV", "[lab01]") {
   test::ScratchDir out("lab01");
   const auto [r, dir, results] = test::run_lab_quick(LAB01_EXE, "01_autoregressive", out.path());
-  // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
-  CHECK(differences(test::ran(results, "recompute", 1), test::ran(results, "reference", 2)) ==
-        test::Fields{"engine.enable_kv_cache"});
+  CHECK(test::rung_step(results, {"recompute", 1}, {"reference", 2}) == test::Fields{"engine.enable_kv_cache"});
   CHECK(r.out.find("Per-step cost without a KV cache") != std::string::npos);
   CHECK(r.out.find("Tokens equal the reference path") != std::string::npos);
   const auto& steps = test::table(results, "steps");

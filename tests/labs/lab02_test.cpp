@@ -4,6 +4,7 @@
 // and the lab's own run. No timing is asserted.
 #include "core/error.h"
 #include "kv/kv_cache.h"
+#include "graded.h"
 #include "lab_runner.h"
 #include "model/model.h"
 #include "perf/work.h"
@@ -19,16 +20,10 @@ TEST_CASE("lab 02 = lab 01 + the KV cache switch: configure() differs in exactly
 }
 
 TEST_CASE("the cache changes no token on the lab's default preset (deterministic mode)", "[lab02]") {
-  ModelOptions engine;
-  engine.deterministic = true;
-  auto model = Model::from_preset("small", 0, engine);
+  auto model = test::deterministic_model("small");
   const auto prompt = synthetic_prompt(30, model->config().vocab_size, 0);
-  GenerateOptions gen;
-  gen.max_new_tokens = 40;
-  gen.use_kv_cache = Techniques::for_lab(2).kv_cache;
-  const auto on = generate(*model, prompt, gen);
-  gen.use_kv_cache = Techniques::for_lab(1).kv_cache;
-  CHECK(generate(*model, prompt, gen).output_ids == on.output_ids);
+  CHECK(test::generate_as_lab(*model, prompt, 40, 1).output_ids ==
+        test::generate_as_lab(*model, prompt, 40, 2).output_ids);
 }
 
 TEST_CASE("KV bytes: the formula equals what the cache allocates (MHA, GQA, MQA)", "[lab02]") {
@@ -69,9 +64,7 @@ TEST_CASE("work formulas: hand-computed cases and prefill = sum of decode steps"
 TEST_CASE("lab 02 --quick prints the article's table after checking token identity", "[lab02]") {
   test::ScratchDir out("lab02");
   const auto [r, dir, results] = test::run_lab_quick(LAB02_EXE, "02_kv_cache", out.path());
-  // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
-  CHECK(differences(test::ran(results, "no cache", 1), test::ran(results, "KV cache", 2)) ==
-        test::Fields{"engine.enable_kv_cache"});
+  CHECK(test::rung_step(results, {"no cache", 1}, {"KV cache", 2}) == test::Fields{"engine.enable_kv_cache"});
   const auto& speed = test::table(results, "kv_cache_speedup");
   REQUIRE(speed["rows"].size() == 2);
   for (const auto& row : speed["rows"]) CHECK(row[test::column(speed, "same tokens")] == "yes");

@@ -20,8 +20,7 @@ TEST_CASE("lab 04 = lab 03 + paged KV blocks and continuous batching: configure(
 TEST_CASE("lab 04 --quick prints the three tables with the same tokens under every policy", "[lab04]") {
   test::ScratchDir out("lab04");
   const auto [r, dir, results] = test::run_lab_quick(LAB04_EXE, "04_paged_attention", out.path());
-  // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
-  CHECK(differences(test::ran(results, "one at a time", 3), test::ran(results, "continuous", 4)) ==
+  CHECK(test::rung_step(results, {"one at a time", 3}, {"continuous", 4}) ==
         test::Fields{"engine.scheduler.policy", "engine.block_size"});
   // The fragmentation example: contiguous refuses D although enough tokens are free; paged fits it.
   const auto& example = test::table(results, "fragmentation_example");
@@ -76,12 +75,7 @@ TEST_CASE("lab 04 preempts when KV runs short and still gives the same tokens", 
 }
 
 TEST_CASE("lab 04 refuses bad flags with one error naming the flag", "[lab04]") {
-  const std::string lab = LAB04_EXE;
-  test::check_refused(lab + " --quick --block-size 0 --out /tmp", "--block-size");
-  test::check_refused(lab + " --quick --max-num-seqs 0 --out /tmp", "--max-num-seqs");
-  test::check_refused(lab + " --quick --num-requests 0 --out /tmp", "--num-requests");
-  test::check_refused(lab + " --quick --prompt-len-dist uniform:9 --out /tmp", "--prompt-len-dist");
-  test::check_refused(lab + " --quick --arrival poisson:-1 --out /tmp", "--arrival");
-  test::check_refused(lab + " --quick --max-num-batched-tokens 8 --out /tmp", "--max-num-batched-tokens");
-  test::check_refused(lab + " --quick --kv-cache-memory 100 --out /tmp", "--kv-cache-memory");
+  test::check_flags_refused(LAB04_EXE,
+                            {"--block-size 0", "--max-num-seqs 0", "--num-requests 0", "--prompt-len-dist uniform:9",
+                             "--arrival poisson:-1", "--max-num-batched-tokens 8", "--kv-cache-memory 100"});
 }

@@ -50,9 +50,7 @@ double prefill_cell(const nlohmann::json& prefill, long long L, const std::strin
 TEST_CASE("lab 05 --quick validates every version and keeps lab 04's tokens", "[lab05]") {
   const auto& [r, dir, results] = quick_run();
   SECTION("tables") {
-    // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
-    CHECK(differences(test::ran(results, "serving, lab 04", 4), test::ran(results, "serving, flash", 5)) ==
-          test::Fields{"model.attention"});
+    CHECK(test::rung_step(results, {"serving, lab 04", 4}, {"serving, flash", 5}) == test::Fields{"model.attention"});
     // Prefill: six versions at L = 256 (v0 timed), five at 1,024 (v0 checks the last rows untimed), none left out.
     const auto& prefill = test::table(results, "prefill");
     CHECK(prefill["rows"].size() == 11);
@@ -121,11 +119,7 @@ TEST_CASE("the crossover length is the L at which blocked's 64 x L slab fills th
 }
 
 TEST_CASE("lab 05 refuses bad flags with one error naming the flag", "[lab05]") {
-  const std::string lab = LAB05_EXE;
-  test::check_refused(lab + " --quick --lengths 0 --out /tmp", "--lengths");
-  test::check_refused(lab + " --quick --contexts -4 --out /tmp", "--contexts");
-  test::check_refused(lab + " --quick --crossover-lengths 0 --out /tmp", "--crossover-lengths");
-  test::check_refused(lab + " --quick --attention fast --out /tmp", "--attention");
+  test::check_flags_refused(LAB05_EXE, {"--lengths 0", "--contexts -4", "--crossover-lengths 0", "--attention fast"});
 }
 
 TEST_CASE(

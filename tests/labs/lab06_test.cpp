@@ -67,9 +67,7 @@ TEST_CASE("lab 06 --quick splits the long prompt and keeps every token", "[lab06
   test::ScratchDir out("lab06");
   const auto [r, dir, results] = test::run_lab_quick(LAB06_EXE, "06_chunked_prefill", out.path());
   // No chunking needs a budget a whole long prompt fits in; chunked runs at the --budgets value.
-  // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
-  CHECK(differences(test::ran(results, "head-of-line, no chunking", 5),
-                    test::ran(results, "head-of-line, chunked, budget 128", 6)) ==
+  CHECK(test::rung_step(results, {"head-of-line, no chunking", 5}, {"head-of-line, chunked, budget 128", 6}) ==
         test::Fields{"engine.scheduler.max_num_batched_tokens", "engine.scheduler.enable_chunked_prefill"});
   // The KV cache article's 1,000-token prompt, split by the engine's scheduler.
   const auto& split = test::table(results, "article_split");

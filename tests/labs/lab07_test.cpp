@@ -28,9 +28,7 @@ TEST_CASE("lab 07 --quick prints its tables: (b)-(c) from real transfers, (d)-(h
           "[lab07]") {
   test::ScratchDir out("lab07");
   const auto [r, dir, results] = test::run_lab_quick(LAB07_EXE, "07_disaggregation", out.path());
-  // The run used the ladder: each side is configure() over the base it recorded, and they differ in the switch.
-  CHECK(differences(test::ran(results, "colocated", 6), test::ran(results, "1P1D", 7)) ==
-        test::Fields{"disaggregated"});
+  CHECK(test::rung_step(results, {"colocated", 6}, {"1P1D", 7}) == test::Fields{"disaggregated"});
   const auto& a = test::table(results, "kv_bytes_per_request");
   REQUIRE(a["rows"].size() == 9);
   CHECK(a["rows"][4][test::column(a, "KV bytes")] == 268435456);  // llama-3-8b, 2,048 tokens
@@ -107,12 +105,6 @@ TEST_CASE("lab 07 --quick prints its tables: (b)-(c) from real transfers, (d)-(h
 }
 
 TEST_CASE("lab 07 refuses bad flags with one error naming the flag", "[lab07]") {
-  const std::string lab = LAB07_EXE;
-  test::check_refused(lab + " --quick --prompt-len 0 --out /tmp", "--prompt-len");
-  test::check_refused(lab + " --quick --rate 0 --out /tmp", "--rate");
-  test::check_refused(lab + " --quick --slo-tpot-ms 0 --out /tmp", "--slo-tpot-ms");
-  test::check_refused(lab + " --quick --sim-link carrier-pigeon --out /tmp", "--sim-link");
-  test::check_refused(lab + " --quick --sim-gpu abacus --out /tmp", "--sim-gpu");
-  test::check_refused(lab + " --quick --sim-decode-gpu abacus --out /tmp", "--sim-decode-gpu");
-  test::check_refused(lab + " --quick --serving-repeats 0 --out /tmp", "--serving-repeats");
+  test::check_flags_refused(LAB07_EXE, {"--prompt-len 0", "--rate 0", "--slo-tpot-ms 0", "--sim-link carrier-pigeon",
+                                        "--sim-gpu abacus", "--sim-decode-gpu abacus", "--serving-repeats 0"});
 }

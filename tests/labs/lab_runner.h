@@ -11,8 +11,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -78,6 +80,13 @@ inline void check_refused(const std::string& command, const std::string& message
   CHECK(r.out.empty());
 }
 
+/// Runs `@p exe --quick ARGS --out /tmp` for each of @p args and checks each is refused naming its first word
+/// (the flag), with nothing on stdout.
+inline void check_flags_refused(const std::string& exe, std::initializer_list<std::string_view> args) {
+  for (std::string_view a : args)
+    check_refused(exe + " --quick " + std::string(a) + " --out /tmp", std::string(a.substr(0, a.find(' '))));
+}
+
 /// The table named @p name in a lab's results JSON; fails the test when absent.
 inline const nlohmann::json& table(const nlohmann::json& results, const std::string& name) {
   for (const auto& t : results["tables"])
@@ -118,6 +127,9 @@ inline void check_claims(const nlohmann::json& results, const std::vector<std::s
   CHECK(recorded == ids);
 }
 
+/// Configuration fields by name, as differences() lists them.
+using Fields = std::vector<std::string>;
+
 /**
  * @brief The configuration that run @p run of a lab recorded (results' "configurations"),
  *        after checking that it is lab @p lab's rung: configure(for_lab(lab), base) with
@@ -141,6 +153,18 @@ inline LabConfig ran(const nlohmann::json& results, const std::string& run, int 
   throw;
 }
 
+/// A run a lab recorded: its name in the results and the lab whose rung it ran.
+struct Rung {
+  std::string run;
+  int lab = 0;
+};
+
+/// The fields in which run @p after differs from run @p before, each first checked to be its lab's rung over
+/// the base it recorded (ran()): a lab's two runs must differ in exactly its switch.
+inline Fields rung_step(const nlohmann::json& results, const Rung& before, const Rung& after) {
+  return differences(ran(results, before.run, before.lab), ran(results, after.run, after.lab));
+}
+
 /// A base as a lab builds one: the flags' defaults, and a max_model_len for the contiguous rungs.
 inline LabConfig example_base() {
   LabConfig base;
@@ -155,7 +179,5 @@ inline std::vector<std::string> ladder_step(int lab) {
   return differences(configure(Techniques::for_lab(lab - 1), example_base()),
                      configure(Techniques::for_lab(lab), example_base()));
 }
-
-using Fields = std::vector<std::string>;
 
 }  // namespace servelab::test
