@@ -172,6 +172,16 @@ TEST_CASE("prefix cache: a hit shares whole computed blocks and leaves at least 
   // Queries and hits count tokens of admitted requests.
   CHECK(kv.prefix_cache_queries() == 10 + 11);
   CHECK(kv.prefix_cache_hits() == 8);
+  // E has 8 tokens but K/V for 7: its newest token was just sampled. Its second block is full but
+  // not computed, so it is not findable until the next step computes that token.
+  Request e = request_of(4, {3, 3, 3, 3, 4, 4, 4, 4});
+  REQUIRE(kv.allocate_slots(e, 8, kv.get_computed_blocks(e)).has_value());
+  e.num_computed_tokens = 7;
+  kv.cache_blocks(e);
+  CHECK(kv.block_pool().num_cached_blocks() == 3);
+  e.num_computed_tokens = 8;
+  kv.cache_blocks(e);
+  CHECK(kv.block_pool().num_cached_blocks() == 4);
 }
 
 TEST_CASE("prefix cache: a shared block leaves the free queue, so eviction never takes a block in use",
