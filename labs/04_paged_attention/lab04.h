@@ -63,4 +63,11 @@ ServingRun serve(Model& model, const LabConfig& lab_config, const std::vector<Wo
 /// The continuous run @p cont, step by step, for the timeline plots (saved, not printed).
 Table timeline_table(const ServingRun& cont);
 
+/**
+ * @brief 3. Prefix caching (prefix_cache.cpp): 20 requests sharing a 256-token system prompt, served by
+ *        @p lab4's engine with automatic prefix caching off and on. Adds the table (hit rate, prompt
+ *        tokens computed, TTFT) and the claim 04.prefix_cache, decided on this run, to @p report.
+ */
+void prefix_cache_section(lab::Report& report, Model& model, const LabConfig& lab4);
+
 }  // namespace servelab::lab04
