@@ -40,8 +40,9 @@ KVBudget default_kv_budget(std::size_t kv_bytes_per_token, int block_size, int m
 
 std::string KVBudget::describe() const {
   std::ostringstream s;
-  s << "KV cache " << gib(bytes) << " (" << tokens << " tokens): what max-num-seqs x min(max-model-len, "
-    << "max-num-batched-tokens) needs, " << gib(need_bytes) << ", capped at " << gib(cap_bytes) << " (4 GiB"
+  s << "KV cache " << gib(bytes) << " (" << tokens << " tokens): room for max-num-seqs prompts of "
+    << "min(max-model-len, max-num-batched-tokens) tokens and one max-model-len request, " << gib(need_bytes)
+    << ", capped at " << gib(cap_bytes) << " (4 GiB"
     << (mem_available > 0 ? ", or a quarter of MemAvailable " + gib(mem_available) : std::string()) << ")";
   return s.str();
 }

@@ -64,10 +64,11 @@ ServingRun serve(Model& model, const LabConfig& lab_config, const std::vector<Wo
 Table timeline_table(const ServingRun& cont);
 
 /**
- * @brief 3. Prefix caching (prefix_cache.cpp): 20 requests sharing a 256-token system prompt, served by
- *        @p lab4's engine with automatic prefix caching off and on. Adds the table (hit rate, prompt
- *        tokens computed, TTFT) and the claim 04.prefix_cache, decided on this run, to @p report.
+ * @brief 3. Prefix caching (prefix_cache.cpp): 20 requests sharing a 256-token system prompt (@p quick: 10
+ *        sharing 128), the first alone and the rest just after it, served by @p lab4's engine with automatic
+ *        prefix caching off and on. Adds the table (hit rate, prompt tokens computed, TTFT) and the claim
+ *        04.prefix_cache, decided on this run, to @p report.
  */
-void prefix_cache_section(lab::Report& report, Model& model, const LabConfig& lab4);
+void prefix_cache_section(lab::Report& report, Model& model, const LabConfig& lab4, bool quick);
 
 }  // namespace servelab::lab04
