@@ -240,6 +240,48 @@ TEST_CASE("prefix cache: a freed block stays cached until it is handed out again
   CHECK(hit.num_tokens == 2);
 }
 
+TEST_CASE("prefix cache: a hit is a prefix, so a missing block ends it whatever is cached after it",
+          "[lab04][graded]") {
+  KVCacheManager kv(6, 2, true);
+  // A and B are admitted in the same step, before either is published: B's first block duplicates A's
+  // (not cached again), B's second block is its own and is cached under a hash chained on A's first.
+  Request a = request_of(0, {1, 1, 7}), b = request_of(1, {1, 1, 2, 2, 9});
+  for (Request* r : {&a, &b}) REQUIRE(kv.allocate_slots(*r, r->num_tokens(), kv.get_computed_blocks(*r)).has_value());
+  for (Request* r : {&a, &b}) {
+    r->num_computed_tokens = r->num_tokens();
+    kv.cache_blocks(*r);
+  }
+  CHECK(kv.block_pool().num_cached_blocks() == 2);  // A's first block and B's second
+  // A finishes and its first block is evicted by X; B's second block, held by B, stays cached.
+  kv.free(a);
+  Request x = request_of(2, {5, 5, 5, 5, 5});
+  REQUIRE(kv.allocate_slots(x, 5, kv.get_computed_blocks(x)).has_value());
+  CHECK(kv.block_pool().num_cached_blocks() == 1);
+  // B's tokens again: the first block misses, so nothing is a hit (B's second block cannot be a first block).
+  Request again = request_of(3, {1, 1, 2, 2, 9});
+  CHECK(kv.get_computed_blocks(again).num_tokens == 0);
+  CHECK(kv.get_computed_blocks(again).blocks.empty());
+}
+
+TEST_CASE("prefix cache: a hit that does not fit takes nothing, its free shared blocks counted against the room",
+          "[lab04][graded]") {
+  KVCacheManager kv(4, 4, true);
+  Request a = request_of(0, {1, 2, 3, 4, 5, 6, 7, 8, 9});  // blocks [0, 1, 2]; 0 and 1 cached
+  admit_and_compute(kv, a);
+  kv.free(a);
+  CHECK(free_ids(kv) == std::vector<std::int32_t>{3, 2, 1, 0});
+  // B shares A's 8 tokens and has 9 more: 5 blocks, 2 shared and free, so 3 new ones beside them: 5 > 4.
+  Request b = request_of(1, {1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 9, 9, 9, 9, 9, 9});
+  const KVCacheManager::ComputedBlocks hit = kv.get_computed_blocks(b);
+  REQUIRE(hit.num_tokens == 8);
+  b.num_computed_tokens = hit.num_tokens;
+  CHECK_FALSE(kv.allocate_slots(b, b.num_uncomputed_tokens(), hit).has_value());
+  CHECK(free_ids(kv) == std::vector<std::int32_t>{3, 2, 1, 0});
+  CHECK(kv.block_pool().block(0).ref_cnt == 0);
+  CHECK(kv.block_table(1).num_blocks() == 0);
+  CHECK(kv.prefix_cache_queries() == 9);  // only A was admitted
+}
+
 TEST_CASE("prefix caching gives the same tokens at temperature 0, with hits, and when a full cache evicts",
           "[lab04][graded]") {
   auto model = test::deterministic_tiny();
