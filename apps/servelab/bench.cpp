@@ -94,7 +94,8 @@ int run_bench_serve(BenchArgs& a) {
   if (a.compare_in_process) {
     check(a.given_model, "--compare-in-process needs --model or --preset (the model to run in this process)");
     std::unique_ptr<Model> model = load_model(a.engine);
-    Engine engine(*model, engine_config(a.engine));
+    Engine engine(*model, engine_config(a.engine, model->config(),
+                                        [](const std::string& line) { std::cerr << "bench serve: " << line << "\n"; }));
     std::cerr << "bench serve: the same workload in process (no HTTP) ...\n";
     labels.in_process_tokens_per_second = run_in_process(engine, workload, a.client.max_concurrency);
   }

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -30,6 +31,7 @@ struct EngineFlags : ModelFlags {
   std::size_t kv_cache_memory = 0;      ///< --kv-cache-memory, bytes; 0 = max-num-seqs sequences of max-model-len
   double gpu_memory_utilization = 0;    ///< --gpu-memory-utilization (CUDA)
   int max_model_len = 0;                ///< --max-model-len; 0 = the model's
+  bool enable_prefix_caching = true;    ///< --enable-prefix-caching / --no-enable-prefix-caching (vLLM's default: on)
 };
 
 /// Registers the model flags and the engine flags on @p app; --model and --preset exclude each other.
@@ -40,5 +42,14 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags);
  * @throws Error naming --long-prefill-token-threshold when it is negative, or set without --enable-chunked-prefill.
  */
 EngineConfig engine_config(const EngineFlags& flags);
+
+/**
+ * @brief engine_config() for @p model, with the default KV budget (kv/kv_budget.h: what the seats
+ *        and lengths need, capped by the machine's MemAvailable) when neither --kv-cache-memory
+ *        nor --gpu-memory-utilization gives one; the budget's line (KVBudget::describe()) goes to @p log.
+ * @throws Error as engine_config(), and naming the flag when a size the budget needs is out of range.
+ */
+EngineConfig engine_config(const EngineFlags& flags, const ModelConfig& model,
+                           const std::function<void(const std::string&)>& log);
 
 }  // namespace servelab::cli

@@ -54,7 +54,9 @@ int run_serve(const ServeArgs& a) {
       std::cerr << "servelab serve: no chat endpoint: " << e.what() << "\n";
     }
   }
-  Engine engine(*model, engine_config(a.engine));
+  Engine engine(*model, engine_config(a.engine, c, [](const std::string& line) {
+    std::cerr << "servelab serve: " << line << "\n";
+  }));
   served.max_model_len = engine.config().max_model_len;
   // A KV pool that cannot hold one max_model_len sequence would refuse every request that leaves max_tokens
   // to the server: serve (and advertise) the length that fits.
@@ -70,7 +72,8 @@ int run_serve(const ServeArgs& a) {
   const int port = server.start();
   std::cerr << "servelab serve: model " << served.name << " (" << c.name << "), " << engine.num_blocks()
             << " KV blocks of " << engine.config().block_size << " tokens, max_model_len " << served.max_model_len
-            << ", " << (served.tokenizer ? "text and token-id prompts" : "token-id prompts only (no tokenizer)")
+            << ", prefix caching " << (engine.config().enable_prefix_caching ? "on" : "off") << ", "
+            << (served.tokenizer ? "text and token-id prompts" : "token-id prompts only (no tokenizer)")
             << (served.chat_template ? ", chat" : "") << "\n";
   // One line on stdout, so scripts can read the port --port 0 chose.
   // An IPv6 literal goes in brackets in a URL (RFC 3986): http://[::1]:8000.

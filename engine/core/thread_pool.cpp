@@ -23,20 +23,19 @@ namespace {
 // while the engine waits for something else.
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(200);
 
-// Pause while a wait is short; once it is long the core is probably
-// oversubscribed (another process, or more threads than cores), and giving it
-// up lets the thread being waited for run.
-inline void relax(int polls) {
-  if (polls < 2000)
-    SERVELAB_CPU_RELAX();
-  else
-    std::this_thread::yield();
-}
+// How long the caller spins for the chunks other threads have taken before it sleeps until the
+// last one is done. Equal chunks finish within microseconds of each other; a thread that takes
+// longer than this has lost its core, and spinning on would keep the core that thread may be
+// waiting for (when cores are shared, it is often this one).
+constexpr auto kCallerSpin = std::chrono::microseconds(50);
 
 std::pair<std::size_t, std::size_t> chunk(std::size_t n, int parts, int index) {
   return {n * static_cast<std::size_t>(index) / static_cast<std::size_t>(parts),
           n * static_cast<std::size_t>(index + 1) / static_cast<std::size_t>(parts)};
 }
+
+// claims_ packs (job number << 32) | next unclaimed chunk, so a claim for a job that has ended fails.
+constexpr std::uint64_t claims_of(std::uint64_t job, int next) { return job << 32 | static_cast<std::uint32_t>(next); }
 
 }  // namespace
 
@@ -45,7 +44,7 @@ ThreadPool::ThreadPool(int num_threads) {
         "] (0 = all cores), got ", num_threads);
   if (num_threads == 0) num_threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
   try {
-    for (int i = 0; i < num_threads - 1; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
+    for (int i = 0; i < num_threads - 1; ++i) workers_.emplace_back([this] { worker_loop(); });
   } catch (const std::system_error& e) {
     // The workers already started must be joined, or their destructors call std::terminate.
     const auto started = workers_.size();
@@ -77,14 +76,31 @@ void ThreadPool::run_chunk(int index) noexcept {
   }
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::run_claimed_chunks(std::uint64_t job) noexcept {
+  const int parts = num_threads();
+  std::uint64_t claims = claims_.load();
+  for (;;) {
+    const int next = static_cast<int>(claims & 0xffffffffu);
+    if (claims >> 32 != (job & 0xffffffffu) || next >= parts) return;  // that job is over, or every chunk is taken
+    if (!claims_.compare_exchange_weak(claims, claims_of(job, next + 1))) continue;
+    run_chunk(next);
+    // The last chunk done wakes a caller that went to sleep waiting for it.
+    if (done_.fetch_add(1) + 1 == parts && caller_sleeping_.load()) {
+      std::lock_guard lock(mutex_);
+      done_cv_.notify_one();
+    }
+    claims = claims_.load();
+  }
+}
+
+void ThreadPool::worker_loop() {
   std::uint64_t seen = 0;
   for (;;) {
     auto idle_since = std::chrono::steady_clock::now();
     int polls = 0;
     while (generation_.load() == seen && !stop_.load()) {
-      relax(++polls);
-      if (polls % 256 != 0 || std::chrono::steady_clock::now() - idle_since < kSpinBeforeSleep) continue;
+      SERVELAB_CPU_RELAX();
+      if (++polls % 256 != 0 || std::chrono::steady_clock::now() - idle_since < kSpinBeforeSleep) continue;
       // Sleep. seq_cst on sleeping_ and generation_ pairs with parallel_for's
       // bump-then-check, so a wake-up cannot be lost.
       std::unique_lock lock(mutex_);
@@ -95,8 +111,7 @@ void ThreadPool::worker_loop(int index) {
     }
     if (stop_.load()) return;
     seen = generation_.load();
-    run_chunk(index);
-    pending_.fetch_sub(1);
+    run_claimed_chunks(seen);
   }
 }
 
@@ -106,18 +121,32 @@ void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_
     if (n > 0) fn(0, n);
     return;
   }
+  const int parts = num_threads();
   job_ = &fn;
   job_n_ = n;
   error_ = nullptr;
-  pending_.store(static_cast<int>(workers_.size()));
-  generation_.fetch_add(1);  // publishes job_ and job_n_ to the workers
+  done_.store(0);
+  const std::uint64_t job = generation_.load() + 1;
+  claims_.store(claims_of(job, 0));  // publishes job_ and job_n_ to whoever claims a chunk of this job
+  generation_.store(job);            // wakes the spinning workers
   if (sleeping_.load() > 0) {
     std::lock_guard lock(mutex_);
     wake_.notify_all();
   }
-  run_chunk(0);
-  // The other chunks are the same size: a short wait, unless a worker lost its core.
-  for (int polls = 1; pending_.load() != 0; ++polls) relax(polls);
+  // The caller takes chunks too, and every chunk no worker has taken yet: a worker that has not
+  // started (its core is busy with another process) then delays nothing.
+  run_claimed_chunks(job);
+  const auto spin_since = std::chrono::steady_clock::now();
+  for (int polls = 1; done_.load() != parts; ++polls) {
+    SERVELAB_CPU_RELAX();
+    if (polls % 64 != 0 || std::chrono::steady_clock::now() - spin_since < kCallerSpin) continue;
+    // A chunk's thread lost its core: sleep until it is done. seq_cst on caller_sleeping_ and
+    // done_ pairs with run_claimed_chunks' add-then-check, so the wake-up cannot be lost.
+    std::unique_lock lock(mutex_);
+    caller_sleeping_.store(true);
+    done_cv_.wait(lock, [&] { return done_.load() == parts; });
+    caller_sleeping_.store(false);
+  }
   std::exception_ptr error;
   {
     std::lock_guard lock(mutex_);

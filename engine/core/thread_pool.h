@@ -13,6 +13,17 @@
  * microseconds long, so waking sleeping threads for each would cost more
  * than the loop. Idle workers therefore spin (with a pause instruction) for
  * a short while before they block on a condition variable.
+ *
+ * Cores may be shared with other processes (a build beside the server).
+ * Then a worker can be off its core for a whole scheduler time slice
+ * (milliseconds) when a loop starts, and a fixed chunk per thread would
+ * make every loop wait for it. So the chunks are claimed, not assigned:
+ * whoever is running takes the next unclaimed one, the caller included, and
+ * a worker that has not started claims nothing. The caller waits only for
+ * chunks already taken; it spins briefly, then sleeps until the last one is
+ * done, giving its core to the thread it waits for. The chunk boundaries
+ * depend only on the loop's size and the pool's, never on who runs them, so
+ * results do not change.
  */
 #pragma once
 
@@ -61,19 +72,24 @@ class ThreadPool {
                     std::size_t min_per_thread = 1);
 
  private:
-  void worker_loop(int index);
+  void worker_loop();
   void run_chunk(int index) noexcept;
+  /// Claims and runs chunks of job number @p job until none is left (or another job has started).
+  void run_claimed_chunks(std::uint64_t job) noexcept;
 
   void stop_workers() noexcept;  // wakes every worker, tells it to exit, and joins it
   std::vector<std::thread> workers_;
   const std::function<void(std::size_t, std::size_t)>* job_ = nullptr;  // published by generation_
   std::size_t job_n_ = 0;
-  std::atomic<std::uint64_t> generation_{0};  // bumped once per parallel_for
-  std::atomic<int> pending_{0};               // workers still running the current job
+  std::atomic<std::uint64_t> generation_{0};  // the job number, bumped once per parallel_for
+  std::atomic<std::uint64_t> claims_{0};      // (job number << 32) | next unclaimed chunk; publishes job_
+  std::atomic<int> done_{0};                  // chunks of the current job finished
   std::atomic<int> sleeping_{0};              // workers blocked on wake_
+  std::atomic<bool> caller_sleeping_{false};  // the caller blocked on done_cv_
   std::atomic<bool> stop_{false};
-  std::mutex mutex_;  // guards wake_ and error_
+  std::mutex mutex_;  // guards wake_, done_cv_ and error_
   std::condition_variable wake_;
+  std::condition_variable done_cv_;
   std::exception_ptr error_;
 };
 

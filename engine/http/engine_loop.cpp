@@ -222,6 +222,8 @@ void EngineLoop::update_gauges() {
   metrics_.num_preemptions = sched.num_preemptions();
   metrics_.kv_blocks_free = pool.num_free_blocks();
   metrics_.kv_blocks_used = engine_.num_blocks() - pool.num_free_blocks();
+  metrics_.prefix_cache_queries = engine_.kv_cache_manager().prefix_cache_queries();
+  metrics_.prefix_cache_hits = engine_.kv_cache_manager().prefix_cache_hits();
   stats_.num_requests = static_cast<int>(engine_.requests().size());
   stats_.num_blocks = engine_.num_blocks();
   stats_.num_free_blocks = pool.num_free_blocks();

@@ -89,6 +89,11 @@ std::string ServerMetrics::render() const {
   render_counter(out, "servelab:num_preemptions_total", "Preemptions since start.", num_preemptions);
   render_gauge(out, "servelab:kv_cache_blocks_used", "KV blocks held by requests.", kv_blocks_used);
   render_gauge(out, "servelab:kv_cache_blocks_free", "KV blocks in the free queue.", kv_blocks_free);
+  render_counter(out, "servelab:prefix_cache_queries_total",
+                 "Prefix cache queries, in tokens: the tokens of every request admitted with prefix caching on.",
+                 static_cast<double>(prefix_cache_queries));
+  render_counter(out, "servelab:prefix_cache_hits_total", "Prefix cache hits, in tokens: queried tokens found cached.",
+                 static_cast<double>(prefix_cache_hits));
   const int total = kv_blocks_used + kv_blocks_free;
   render_gauge(out, "servelab:kv_cache_usage_perc", "Fraction of KV blocks in use, 0..1.",
                total > 0 ? static_cast<double>(kv_blocks_used) / total : 0.0);

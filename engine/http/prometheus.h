@@ -69,6 +69,10 @@ struct ServerMetrics {
   int num_preemptions = 0;                  ///< servelab:num_preemptions_total
   int kv_blocks_used = 0;                   ///< servelab:kv_cache_blocks_used
   int kv_blocks_free = 0;                   ///< servelab:kv_cache_blocks_free
+  /// servelab:prefix_cache_queries_total (vLLM's vllm:prefix_cache_queries): prompt tokens looked up in the prefix cache.
+  long prefix_cache_queries = 0;
+  /// servelab:prefix_cache_hits_total (vllm:prefix_cache_hits): of those, tokens found cached.
+  long prefix_cache_hits = 0;
 
   /// The whole `GET /metrics` body.
   std::string render() const;

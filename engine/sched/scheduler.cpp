@@ -121,8 +121,14 @@ SchedulerOutput Scheduler::schedule() {
         ++it;  // its KV is on its way from another worker: the ones behind it may go
         continue;
       }
+      // Prefix caching: start past the cached prefix (nothing with caching off).
+      const KVCacheManager::ComputedBlocks hit = kv_.get_computed_blocks(*r);
+      r->num_computed_tokens += hit.num_tokens;
       const int n = tokens_for(r->num_uncomputed_tokens());
-      if (n == 0 || !kv_.allocate_slots(*r, n)) break;  // FCFS: nobody overtakes the head
+      if (n == 0 || !kv_.allocate_slots(*r, n, hit)) {
+        r->num_computed_tokens -= hit.num_tokens;
+        break;  // FCFS: nobody overtakes the head
+      }
       it = waiting_.erase(it);
       r->status = RequestStatus::RUNNING;
       running_.push_back(r);
@@ -143,6 +149,7 @@ std::vector<Request*> Scheduler::update_from_output(const SchedulerOutput& outpu
   for (const ScheduledRequest& s : output.scheduled) {
     Request* r = s.request;
     r->num_computed_tokens += s.num_new_tokens;
+    if (keep_kv) kv_.cache_blocks(*r);                // its newly full blocks can now be shared (prefix caching)
     if (r->num_computed_tokens == r->num_tokens()) {  // caught up with its tokens: the step sampled one
       check(next < sampled.size(), "update_from_output: fewer sampled tokens than requests that caught up");
       r->append_output_token(sampled[next++], now);

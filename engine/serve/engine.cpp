@@ -60,7 +60,7 @@ void Engine::init(const ModelConfig& c, std::size_t kv_bytes_per_token) {
         config_.kv_cache_memory, " bytes is more than 2^31 blocks; use a larger --block-size");
   num_blocks_ = static_cast<int>(blocks);
   if (!config_.log) config_.log = [](const std::string& line) { std::cerr << "servelab: " << line << "\n"; };
-  kv_manager_ = std::make_unique<KVCacheManager>(num_blocks_, config_.block_size);
+  kv_manager_ = std::make_unique<KVCacheManager>(num_blocks_, config_.block_size, config_.enable_prefix_caching);
   scheduler_ = std::make_unique<Scheduler>(config_.scheduler, *kv_manager_, config_.log);
 }
 

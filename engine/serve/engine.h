@@ -56,6 +56,8 @@ struct EngineConfig {
   int num_gpu_blocks_override = 0;
   int max_model_len = 0;        ///< --max-model-len: longest prompt + output; 0 = the model's max_position_embeddings
   bool enable_kv_cache = true;  ///< false recomputes every sequence in full at every step (lab 01)
+  /// --enable-prefix-caching: requests share the KV blocks of a common prefix (kv/block_pool.h); off in the labs.
+  bool enable_prefix_caching = false;
   std::function<void(const std::string&)> log;  ///< preemption lines; empty = stderr
 };
 

@@ -83,4 +83,12 @@ Serving serving_table(lab::Report& report, Model& model, const LabConfig& base,
 void check_claims(lab::Report& report, const Table& fragmentation, const KVMemory& memory, const Serving& serving,
                   std::size_t num_requests, int block_size, int max_num_seqs, int memory_requests);
 
+/**
+ * @brief 3. Prefix caching (prefix_cache.cpp): 20 requests sharing a 256-token system prompt (@p quick: 10
+ *        sharing 128), the first alone and the rest just after it, served by @p lab4's engine with automatic
+ *        prefix caching off and on. Adds the table (hit rate, prompt tokens computed, TTFT) and the claim
+ *        04.prefix_cache, decided on this run, to @p report.
+ */
+void prefix_cache_section(lab::Report& report, Model& model, const LabConfig& lab4, bool quick);
+
 }  // namespace servelab::lab04

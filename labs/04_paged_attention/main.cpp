@@ -149,6 +149,7 @@ int main(int argc, char** argv) {
     report.add_table(serving.table);
     const ServingRun& cont = serving.runs.back();
     report.add_table(timeline_table(cont), /*print=*/false);
+    prefix_cache_section(report, *model, configure(Techniques::for_lab(4), base), o.quick);
     report.add_plot({.name = "timeline",
                      .table = "timeline",
                      .x = "step",

@@ -52,13 +52,24 @@ TEST_CASE("lab 04 --quick prints the three tables with the same tokens under eve
   CHECK(serving["rows"][0][slots] == Approx(100.0 / 16));
   CHECK(serving["rows"][1][slots].get<double>() < serving["rows"][2][slots].get<double>());
   CHECK(serving["rows"][2][steps].get<int>() < serving["rows"][1][steps].get<int>());
+  // Prefix caching: the same tokens with and without it; what hits is not computed; every request after the
+  // first (10 in --quick, sharing 128 tokens) finds the whole system prompt cached.
+  const auto& prefix = test::table(results, "prefix_cache");
+  REQUIRE(prefix["rows"].size() == 2);
+  const auto p_hash = test::column(prefix, "tokens hash"), hits = test::column(prefix, "hit tokens"),
+             computed = test::column(prefix, "prompt tokens computed"), prompt = test::column(prefix, "prompt tokens");
+  CHECK(prefix["rows"][0][p_hash] == prefix["rows"][1][p_hash]);
+  CHECK(prefix["rows"][0][hits] == 0);
+  CHECK(prefix["rows"][0][computed] == prefix["rows"][0][prompt]);
+  CHECK(prefix["rows"][1][hits].get<int>() == 9 * 128);
+  CHECK(prefix["rows"][1][computed].get<int>() == prefix["rows"][1][prompt].get<int>() - 9 * 128);
   test::check_claims(results,
-                     {"04.fragmentation", "04.real_of_held", "04.more_requests", "04.same_tokens", "04.fewer_steps",
-                      "04.static_idle_slots", "04.batching_throughput"},
+                     {"04.prefix_cache", "04.fragmentation", "04.real_of_held", "04.more_requests", "04.same_tokens",
+                      "04.fewer_steps", "04.static_idle_slots", "04.batching_throughput"},
                      {"04.fragmentation", "04.real_of_held", "04.more_requests", "04.same_tokens", "04.fewer_steps",
                       "04.static_idle_slots"});
-  for (const char* csv :
-       {"fragmentation_example.csv", "kv_memory.csv", "serving.csv", "timeline.csv", "kv_memory_timeline.csv"})
+  for (const char* csv : {"fragmentation_example.csv", "kv_memory.csv", "serving.csv", "timeline.csv",
+                          "kv_memory_timeline.csv", "prefix_cache.csv"})
     CHECK(std::filesystem::exists(dir / csv));
 }
 

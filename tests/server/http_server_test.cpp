@@ -223,6 +223,26 @@ TEST_CASE("/v1/models names the model and /metrics counts in Prometheus text", "
   CHECK(text.find("servelab:kv_cache_blocks_used 0\n") != std::string::npos);
 }
 
+TEST_CASE("with prefix caching a repeated prompt gets the same tokens and /metrics counts its hit tokens", "[server]") {
+  EngineConfig engine_config;
+  engine_config.enable_prefix_caching = true;
+  LiveServer live({}, engine_config);
+  json prompt = json::array();
+  for (int t = 1; t <= 40; ++t) prompt.push_back(t);  // blocks of 16: two full blocks, then 8 tokens
+  const std::string body = json{{"prompt", prompt}, {"max_tokens", 4}, {"ignore_eos", true}}.dump();
+  const auto first = live.post("/v1/completions", body);
+  const auto second = live.post("/v1/completions", body);
+  REQUIRE(first);
+  REQUIRE(second);
+  CHECK(json::parse(first->body)["choices"][0]["text"] == json::parse(second->body)["choices"][0]["text"]);
+  const auto metrics = live.client().Get("/metrics");
+  REQUIRE(metrics);
+  // Queries count both prompts' tokens; the second found its two full blocks cached.
+  CHECK(metrics->body.find("servelab:prefix_cache_queries_total 80\n") != std::string::npos);
+  CHECK(metrics->body.find("servelab:prefix_cache_hits_total 32\n") != std::string::npos);
+  CHECK(live.all_blocks_returned());
+}
+
 TEST_CASE("a client that hangs up mid-stream has its request aborted and its KV blocks freed", "[server]") {
   LiveServer live;
   httplib::Client c = live.client();
