@@ -42,7 +42,8 @@ std::string token_text(const nlohmann::json& value) {
 }  // namespace
 
 bool has_tokenizer(const std::filesystem::path& model) {
-  return is_gguf_path(model) || std::filesystem::exists(model / "tokenizer.json");
+  if (is_gguf_path(model)) return GgufFile(model).contents().metadata.contains("tokenizer.ggml.model");
+  return std::filesystem::exists(model / "tokenizer.json");
 }
 
 Tokenizer load_tokenizer(const std::filesystem::path& dir) {
