@@ -33,22 +33,12 @@
 
 namespace servelab {
 
-/// Metadata value types, numbered as in the GGUF specification.
+/// Metadata value types, in the GGUF specification's order (UINT8 = 0 ... FLOAT64 = 12).
+// clang-format off
 enum class GgufValueType : std::uint32_t {
-  UINT8 = 0,
-  INT8 = 1,
-  UINT16 = 2,
-  INT16 = 3,
-  UINT32 = 4,
-  INT32 = 5,
-  FLOAT32 = 6,
-  BOOL = 7,
-  STRING = 8,
-  ARRAY = 9,
-  UINT64 = 10,
-  INT64 = 11,
-  FLOAT64 = 12,
+  UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, UINT64, INT64, FLOAT64
 };
+// clang-format on
 
 /// One metadata value. Scalars fill one field; an array fills the vector of its element kind.
 struct GgufValue {
