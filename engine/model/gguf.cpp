@@ -10,6 +10,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "model/safetensors.h"
 #include "tokenizer/pretokenizer.h"
 
@@ -445,7 +446,8 @@ std::int64_t unpermuted_row(std::int64_t r, std::int64_t head_dim) {
 
 class Loader {
  public:
-  Loader(const GgufFile& file, const ModelConfig& config) : file_(file), config_(config) {}
+  Loader(const GgufFile& file, const ModelConfig& config, ThreadPool& pool)
+      : file_(file), config_(config), pool_(pool) {}
 
   // The tensor `name`, shaped [rows, cols] (or [cols] for a vector), as `as`; permute_heads undoes llama's Q/K order.
   Tensor load(const std::string& name, const std::vector<std::int64_t>& shape, DType as, int permute_heads = 0) {
@@ -470,17 +472,23 @@ class Loader {
       return view;
     }
     Tensor out = Tensor::zeros(as, shape);
-    std::vector<float> row(static_cast<std::size_t>(cols));
     const std::int64_t head_dim = permute_heads > 0 ? rows / permute_heads : 0;
-    for (std::int64_t r = 0; r < rows; ++r) {
-      dequantize_row(t, r, row.data());
-      check_finite(name, row.data(), cols);
-      const std::int64_t dst = permute_heads > 0 ? unpermuted_row(r, head_dim) : r;
-      if (as == DType::F32)
-        std::copy(row.begin(), row.end(), out.as<float>() + dst * cols);
-      else
-        f32_to_bf16(row.data(), out.as<std::uint16_t>() + dst * cols, row.size());
-    }
+    // Rows in parallel: dequantizing the 135M-parameter SmolLM2 is most of its load time.
+    pool_.parallel_for(
+        static_cast<std::size_t>(rows),
+        [&](std::size_t begin, std::size_t end) {
+          std::vector<float> row(static_cast<std::size_t>(cols));
+          for (auto r = static_cast<std::int64_t>(begin); r < static_cast<std::int64_t>(end); ++r) {
+            dequantize_row(t, r, row.data());
+            check_finite(name, row.data(), cols);
+            const std::int64_t dst = permute_heads > 0 ? unpermuted_row(r, head_dim) : r;
+            if (as == DType::F32)
+              std::copy(row.begin(), row.end(), out.as<float>() + dst * cols);
+            else
+              f32_to_bf16(row.data(), out.as<std::uint16_t>() + dst * cols, row.size());
+          }
+        },
+        64);
     return out;
   }
 
@@ -501,15 +509,16 @@ class Loader {
 
   const GgufFile& file_;
   const ModelConfig& config_;
+  ThreadPool& pool_;
   std::vector<std::string> used_;
 };
 
 }  // namespace
 
-ModelWeights gguf_weights(const GgufFile& file, const ModelConfig& c, DType weight_dtype) {
+ModelWeights gguf_weights(const GgufFile& file, const ModelConfig& c, DType weight_dtype, ThreadPool& pool) {
   check(weight_dtype == DType::F32 || weight_dtype == DType::BF16, "GGUF weights load as f32 or bf16, not ",
         dtype_name(weight_dtype));
-  Loader in(file, c);
+  Loader in(file, c, pool);
   const std::int64_t v = c.vocab_size, h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), f = c.intermediate_size;
   const bool llama = c.arch == Arch::Llama;
   ModelWeights w;

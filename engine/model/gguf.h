@@ -33,6 +33,8 @@
 
 namespace servelab {
 
+class ThreadPool;
+
 /// Metadata value types, in the GGUF specification's order (UINT8 = 0 ... FLOAT64 = 12).
 // clang-format off
 enum class GgufValueType : std::uint32_t {
@@ -135,10 +137,11 @@ ModelConfig gguf_config(const GgufContents& gguf, const std::string& file);
  * -> layers.N.self_attn.q_proj, ...); for `llama` the Q and K rows are put back
  * in Hugging Face's order (llama.cpp's converter interleaves the two halves of
  * each head for its RoPE). F32 tensors loaded as f32 are views into the mapping.
+ * @param pool threads that dequantize the rows.
  * @throws Error naming the tensor when one is missing, has the wrong shape, is
  *         not used, or holds NaN/Inf after dequantization.
  */
-ModelWeights gguf_weights(const GgufFile& gguf, const ModelConfig& config, DType weight_dtype);
+ModelWeights gguf_weights(const GgufFile& gguf, const ModelConfig& config, DType weight_dtype, ThreadPool& pool);
 
 /**
  * @brief The tokenizer from tokenizer.ggml.*: a gpt2-style byte-level BPE

@@ -92,7 +92,8 @@ std::unique_ptr<Model> Model::from_pretrained(const std::filesystem::path& dir, 
   if (is_gguf_path(dir)) {
     const GgufFile file(dir);
     ModelConfig config = gguf_config(file.contents(), dir.string());
-    ModelWeights weights = gguf_weights(file, config, options.weight_dtype);
+    ThreadPool fill_pool(options.num_threads);
+    ModelWeights weights = gguf_weights(file, config, options.weight_dtype, fill_pool);
     return std::make_unique<Model>(std::move(config), std::move(weights), options);
   }
   ModelConfig config = load_config(dir / "config.json");

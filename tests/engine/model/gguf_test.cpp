@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "model/gguf.h"
 #include "model/model.h"
 #include "model/safetensors.h"
@@ -94,7 +95,8 @@ TEST_CASE("a GGUF holds the safetensors weights it was converted from, Q/K rows 
   CHECK(config.num_key_value_heads == 2);
   CHECK_FALSE(config.tie_word_embeddings);
   for (DType as : {DType::F32, DType::BF16}) {
-    const ModelWeights w = gguf_weights(file, config, as);
+    ThreadPool pool(2);
+    const ModelWeights w = gguf_weights(file, config, as, pool);
     const auto compare = [&](const std::string& name, const Tensor& got, const std::string& type) {
       INFO(name << " (" << type << ") loaded as " << dtype_name(as));
       const Tensor want = hf.load(name, got.shape);
