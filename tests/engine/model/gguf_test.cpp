@@ -12,7 +12,6 @@
 #include "model/gguf.h"
 #include "model/model.h"
 #include "model/safetensors.h"
-#include "serve/generate.h"
 #include "test_util.h"
 #include "tokenizer/pretrained.h"
 
@@ -120,28 +119,14 @@ TEST_CASE("a GGUF holds the safetensors weights it was converted from, Q/K rows 
   }
 }
 
-TEST_CASE("a chat model read from one GGUF gives transformers' prompt ids, stop ids and greedy reply",
-          "[gguf][golden][generate]") {
-  // qwen2-tiny-chat.gguf: the tokenizer fixture's model, tokenizer and template in one file.
+// Its prompt, stop and greedy ids: pretrained_test.cpp runs the folder's test on the .gguf too.
+TEST_CASE("a chat model's GGUF tokenizer is its tokenizer.json, id for id", "[gguf][tokenizer]") {
   const auto path = gguf_fixture("qwen2-tiny-chat.gguf");
-  const auto ref = load_reference("tokenizer/qwen2-tiny-chat");
   auto model = Model::from_pretrained(path, ModelOptions{});
   CHECK(model->config().arch == Arch::Qwen2);
   CHECK(model->config().tie_word_embeddings);
   REQUIRE(has_tokenizer(path));
   const Tokenizer tok = load_tokenizer(path);
-  std::vector<ChatMessage> messages;
-  for (const auto& m : ref["messages"]) messages.push_back({m["role"], m["content"]});
-  const std::string prompt_text = load_chat_template(path).render(messages, true);
-  CHECK(prompt_text == ref["prompt_text"].get<std::string>());
-  const auto prompt = tok.encode(prompt_text, false);
-  CHECK(prompt == ref["prompt_ids"].get<std::vector<std::int32_t>>());
-  GenerateOptions options;
-  options.max_new_tokens = 16;
-  options.stop_token_ids = load_stop_token_ids(path, tok);
-  CHECK(options.stop_token_ids == ref["eos_token_ids"].get<std::vector<std::int32_t>>());
-  CHECK(generate(*model, prompt, options).output_ids == ref["output_ids"].get<std::vector<std::int32_t>>());
-
   // The GGUF's tokenizer is the tokenizer.json's, id for id, on text the chat never shows.
   const Tokenizer from_json = load_tokenizer(fixtures_dir() / "tokenizer" / "qwen2-tiny-chat");
   for (const char* text : {"Hello, world! 123 4567", "KV 캐시는 메모리를 많이 사용합니다.", "<|im_start|>x<|im_end|>",
