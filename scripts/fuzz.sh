@@ -19,7 +19,7 @@ fixtures="$root/tests/fixtures"
 work="$build/fuzz"
 targets=("$@")
 ((${#targets[@]})) || targets=(fuzz_safetensors fuzz_safetensors_index fuzz_config fuzz_tokenizer_json
-                                fuzz_encode_decode fuzz_chat_template fuzz_control)
+                                fuzz_encode_decode fuzz_chat_template fuzz_control fuzz_gguf)
 
 for t in "${targets[@]}"; do
   [ -x "$build/tests/fuzz/$t" ] || { echo "fuzz.sh: $build/tests/fuzz/$t is missing (build the asan preset)" >&2; exit 1; }
@@ -36,6 +36,7 @@ seed() {  # seed TARGET FILE...: copies each FILE into TARGET's corpus as <folde
 seed fuzz_config "$fixtures"/*/config.json "$fixtures"/tokenizer/qwen2-tiny-chat/config.json
 seed fuzz_safetensors_index "$fixtures"/llama-tiny/model.safetensors.index.json
 seed fuzz_tokenizer_json "$fixtures"/tokenizer/*/tokenizer.json
+seed fuzz_gguf "$fixtures"/gguf/*.gguf
 python3 - "$fixtures" "$work/corpus" <<'EOF'
 import glob, json, os, struct, sys
 fixtures, corpus = sys.argv[1], sys.argv[2]
@@ -105,6 +106,7 @@ for t in "${targets[@]}"; do
   # Short inputs except for tokenizer.json, whose seeds are whole 35 KB files.
   max_len=4096
   [ "$t" = fuzz_tokenizer_json ] && max_len=65536
+  [ "$t" = fuzz_gguf ] && max_len=524288  # the seeds are whole small models
   # -rss_limit_mb: ASan's shadow memory counts; 4 GB leaves room on a 2-core CI machine.
   if "$build/tests/fuzz/$t" "$work/corpus/$t" -dict="$root/tests/fuzz/json_keys.dict" -max_total_time="$seconds" -max_len="$max_len" \
        -artifact_prefix="$work/crashes/$t-" -rss_limit_mb=4096 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then

@@ -19,6 +19,10 @@ Outputs (all rewritten on every run):
                        TemplateProcessing that adds <|begin_of_text|>, Llama 3 chat template
   gpt2-style/          ByteLevel pre-tokenizer with its built-in GPT-2 regex and
                        add_prefix_space=true, merges in the ["a", "b"] list form
+  missing-bytes/       SmolLM2's pipeline (digits one by one, then GPT-2's regex) with the 21
+                       single-byte tokens SmolLM2's vocabulary lacks removed, and its own
+                       reference.json: ids and decoded text of strings that hold those bytes
+                       (--missing-bytes-only rewrites just this folder; it needs tokenizers only)
   qwen2-tiny-chat/     a tiny random-weight Qwen2 checkpoint (vocab 320) with a 320-token
                        tokenizer whose special tokens fit the model, a ChatML template
                        written by transformers' save_pretrained, eos ids in
@@ -325,6 +329,50 @@ def make_tiny_chat_model(out_root, training_files):
         os.chmod(os.path.join(out_dir, fn), 0o644)
 
 
+# The bytes SmolLM2-135M's vocabulary has no single-byte token for; 0xC0, 0xC1 and 0xF5-0xFF never occur in UTF-8.
+SMOLLM2_MISSING_BYTES = [0x04, 0x06, 0x13, 0x14, 0x16, 0x1D, 0xC0, 0xC1] + list(range(0xF5, 0x100))
+# Strings that hold the missing bytes (alone, between letters that merge, inside words and numbers) and ones that do not.
+MISSING_BYTE_STRINGS = [
+    "\x04", "a\x04b", "ab\x04ab", "\x06\x13\x14\x16\x1d", "the\x14 KV cache", "12\x1d34", " \x04 ", "\x04\x04x",
+    "<|im_start|>\x06<|im_end|>", "plain text with no missing byte", "tabs\tand\nnewlines", "\x1dHello\x1d",
+    "prefill\x13decode\x16", "Korean 안녕\x04하세요", "x\x05y\x07z",
+]
+
+
+def make_missing_bytes(out_root, training_files):
+    """A tokenizer whose vocabulary lacks SmolLM2's 21 byte tokens: such a byte is dropped from the text."""
+    tok = byte_level_bpe(None, None, 600, [], False, training_files, use_builtin_regex=True)
+    doc = json.loads(tok.to_str())
+    table = bytes_to_unicode()
+    missing = {table[b] for b in SMOLLM2_MISSING_BYTES}
+    # A token that holds a missing byte goes too, and so does every merge that makes or uses one.
+    kept = [t for t, _ in sorted(doc["model"]["vocab"].items(), key=lambda kv: kv[1]) if not (set(t) & missing)]
+    doc["model"]["vocab"] = {t: i for i, t in enumerate(kept)}
+    doc["model"]["merges"] = [m for m in doc["model"]["merges"] if not (set(m[0] + m[1]) & missing)]
+    doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "\\p{N}"}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]}
+    tok = Tokenizer.from_str(json.dumps(doc))
+    tok.add_special_tokens(CHATML_SPECIALS)
+    out_dir = os.path.join(out_root, "missing-bytes")
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    os.makedirs(out_dir)
+    tok = write_tokenizer_json(tok, os.path.join(out_dir, "tokenizer.json"), legacy_merges=False)
+    assert all(tok.token_to_id(c) is None for c in missing)
+    entries = []
+    for s in MISSING_BYTE_STRINGS:
+        ids = tok.encode(s, add_special_tokens=False).ids
+        entries.append({"text": s, "ids": ids, "tokens": [tok.id_to_token(i) for i in ids],
+                        "decoded": tok.decode(ids, skip_special_tokens=False)})
+    ref = {"generated_by": "tools/make_tokenizer_fixtures.py", "tokenizers": tokenizers.__version__,
+           "missing_bytes": SMOLLM2_MISSING_BYTES, "vocab_size": tok.get_vocab_size(), "corpus": entries}
+    with open(os.path.join(out_dir, "reference.json"), "w", encoding="utf-8") as f:
+        json.dump(ref, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    print(f"missing-bytes: vocab {tok.get_vocab_size()}, {len(entries)} strings")
+
+
 def build_training_text(seeds_dir):
     parts = []
     for path in sorted(glob.glob(os.path.join(seeds_dir, "*.txt"))) + [os.path.join(REPO, "README.md")]:
@@ -342,7 +390,12 @@ def main():
                     help="folder of seed articles (*.txt), read only with --rebuild-text")
     ap.add_argument("--rebuild-text", action="store_true",
                     help="rebuild training_text.txt from --seeds and README.md instead of reusing it")
+    ap.add_argument("--missing-bytes-only", action="store_true",
+                    help="rewrite only missing-bytes/ (from the committed training_text.txt)")
     args = ap.parse_args()
+    if args.missing_bytes_only:
+        make_missing_bytes(args.out, [os.path.join(args.out, "training_text.txt")])
+        return
     make_fixtures.setup_torch()
     print(f"python {sys.version.split()[0]}, tokenizers {tokenizers.__version__}, "
           f"transformers {transformers.__version__}, torch {torch.__version__}")
@@ -393,6 +446,7 @@ def main():
         json.dump(reference, f, ensure_ascii=False, separators=(",", ":"))
         f.write("\n")
     make_tiny_chat_model(args.out, files)
+    make_missing_bytes(args.out, files)
 
 
 if __name__ == "__main__":

@@ -79,6 +79,9 @@ Prompt make_prompt(const GenerateArgs& a, const ModelConfig& c) {
             c.max_position_embeddings, "] (max_position_embeddings of ", c.name, "), got ", a.prompt_len);
     p.ids = a.given_prompt_ids ? parse_ids(a.prompt_ids) : synthetic_prompt(a.prompt_len, c.vocab_size, a.seed);
     p.description = a.given_prompt_ids ? "--prompt-ids" : "seeded stand-in (--prompt-len)";
+    // A real model's reply ends at its eos whatever the prompt was made of.
+    if (!a.model.model_dir.empty() && has_tokenizer(a.model.model_dir))
+      p.stop_ids = load_stop_token_ids(a.model.model_dir, load_tokenizer(a.model.model_dir));
     return p;
   }
   const bool chat_mode = a.text_flag == "--chat";

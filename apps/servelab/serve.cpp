@@ -41,8 +41,7 @@ int run_serve(const ServeArgs& a) {
                                              : a.engine.model_dir;
   served.vocab_size = c.vocab_size;
   std::optional<Tokenizer> tokenizer;
-  if (!a.engine.model_dir.empty() &&
-      std::filesystem::exists(std::filesystem::path(a.engine.model_dir) / "tokenizer.json")) {
+  if (!a.engine.model_dir.empty() && has_tokenizer(a.engine.model_dir)) {
     tokenizer.emplace(load_tokenizer(a.engine.model_dir));
     check(tokenizer->vocab_size() <= c.vocab_size, tokenizer->source(), ": the tokenizer has ids up to ",
           tokenizer->vocab_size() - 1, " but model ", c.name, " has vocab_size ", c.vocab_size);

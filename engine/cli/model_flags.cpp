@@ -14,7 +14,8 @@ namespace servelab::cli {
 void add_model_flags(CLI::App& app, ModelFlags& f, ModelFlagSet which) {
   auto* preset =
       app.add_option("--preset", f.preset, "named model shape with synthetic weights")->capture_default_str();
-  app.add_option("--model", f.model_dir, "Hugging Face model folder (config.json, *.safetensors [, tokenizer.json])")
+  app.add_option("--model", f.model_dir,
+                 "Hugging Face model folder (config.json, *.safetensors [, tokenizer.json]) or a .gguf file")
       ->excludes(preset);
   if (which.weights_seed)
     app.add_option("--weights-seed", f.weights_seed, "seed of synthetic weights")->capture_default_str();

@@ -24,7 +24,7 @@ namespace servelab::cli {
 /// The flags' values, as typed; model_options() checks and parses them.
 struct ModelFlags {
   std::string preset = "tiny";        ///< --preset: a named shape with synthetic weights
-  std::string model_dir{};            ///< --model: a Hugging Face model folder instead
+  std::string model_dir{};            ///< --model: a Hugging Face model folder or a .gguf file instead
   std::uint64_t weights_seed = 0;     ///< --weights-seed: seed of synthetic weights
   std::string backend = "cpu";        ///< --backend: cpu or cuda
   std::string dtype = "f32";          ///< --dtype: f32, bf16 or bf16-math

@@ -9,6 +9,7 @@
 #include "kernels/embedding.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
+#include "model/gguf.h"
 #include "model/rope_freq.h"
 #include "model/sampler.h"
 #include "perf/work.h"
@@ -88,6 +89,13 @@ float* Model::Workspace::get(Buffer which, std::size_t floats) {
 }
 
 std::unique_ptr<Model> Model::from_pretrained(const std::filesystem::path& dir, const ModelOptions& options) {
+  if (is_gguf_path(dir)) {
+    const GgufFile file(dir);
+    ModelConfig config = gguf_config(file.contents(), dir.string());
+    ThreadPool fill_pool(options.num_threads);
+    ModelWeights weights = gguf_weights(file, config, options.weight_dtype, fill_pool);
+    return std::make_unique<Model>(std::move(config), std::move(weights), options);
+  }
   ModelConfig config = load_config(dir / "config.json");
   config.name = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
   ModelWeights weights = load_weights(config, dir, options.weight_dtype);

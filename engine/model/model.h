@@ -79,7 +79,7 @@ class Model {
   Model(ModelConfig config, ModelWeights weights, const ModelOptions& options);
   ~Model();
 
-  /// Loads config.json and the safetensors weights of a Hugging Face model folder.
+  /// Loads config.json and the safetensors weights of a Hugging Face model folder, or a .gguf file (model/gguf.h).
   static std::unique_ptr<Model> from_pretrained(const std::filesystem::path& dir, const ModelOptions& options);
   /// Builds a named preset with synthetic weights from @p seed (no download).
   static std::unique_ptr<Model> from_preset(const std::string& name, std::uint64_t seed, const ModelOptions& options);

@@ -22,20 +22,6 @@ namespace servelab {
 
 namespace {
 
-// Maps a whole file read-only; the shared_ptr unmaps it when the last tensor view goes.
-std::shared_ptr<void> map_file(const std::filesystem::path& path, std::size_t& size) {
-  // A FIFO or a device is refused by name before it is mapped; mmap() bounds nothing, so any size goes.
-  const int fd = open_regular_file(path, std::numeric_limits<std::size_t>::max(), "a safetensors file", size);
-  if (size == 0) {
-    ::close(fd);
-    fail(path.string(), ": file is empty (expected a safetensors header)");
-  }
-  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  check(p != MAP_FAILED, path.string(), ": mmap failed (", std::strerror(errno), ")");
-  return std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
-}
-
 // A NaN or Inf weight turns every logit it touches into NaN, and argmax of
 // NaNs is token 0: refuse the file rather than print tokens. The test is on
 // the bits (exponent all ones), so it is the same for f32, f16 and bf16.
@@ -58,6 +44,19 @@ void check_finite(const TensorEntry& e, std::size_t numel) {
 }
 
 }  // namespace
+
+std::shared_ptr<void> map_file(const std::filesystem::path& path, const std::string& what, std::size_t& size) {
+  // A FIFO or a device is refused by name before it is mapped; mmap() bounds nothing, so any size goes.
+  const int fd = open_regular_file(path, std::numeric_limits<std::size_t>::max(), what, size);
+  if (size == 0) {
+    ::close(fd);
+    fail(path.string(), ": file is empty (expected ", what, ")");
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  check(p != MAP_FAILED, path.string(), ": mmap failed (", std::strerror(errno), ")");
+  return std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
+}
 
 std::map<std::string, TensorEntry> parse_safetensors(const std::byte* base, std::size_t size, const std::string& file) {
   check(size >= 8, file, ": truncated (", size, " bytes; a safetensors file starts with an 8-byte header length)");
@@ -122,7 +121,7 @@ std::map<std::string, TensorEntry> parse_safetensors(const std::byte* base, std:
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) {
   std::size_t size = 0;
-  mapping_ = map_file(path, size);
+  mapping_ = map_file(path, "a safetensors file", size);
   entries_ = parse_safetensors(static_cast<const std::byte*>(mapping_.get()), size, path.string());
 }
 

@@ -40,6 +40,14 @@ struct TensorEntry {
 };
 
 /**
+ * @brief Maps the whole regular file @p path read-only; the shared_ptr unmaps it when the last view goes.
+ * @param what names the expected content in errors ("a safetensors file").
+ * @param[out] size receives the file's size in bytes.
+ * @throws Error naming the file when it is missing, not a regular file, empty, or cannot be mapped.
+ */
+std::shared_ptr<void> map_file(const std::filesystem::path& path, const std::string& what, std::size_t& size);
+
+/**
  * @brief Parses and validates a whole safetensors file held in memory (the
  *        mapping, or a fuzzer's bytes).
  *

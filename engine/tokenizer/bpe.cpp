@@ -48,11 +48,11 @@ struct BpeModel::Cache {
 BpeModel::BpeModel(TokenMap vocab, const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges,
                    const std::string& source)
     : vocab_(std::move(vocab)), ignore_merges_(ignore_merges), cache_(std::make_unique<Cache>()) {
+  // A byte without a token (SmolLM2 lacks 21, most of them bytes UTF-8 never uses) is dropped when it
+  // occurs, as Hugging Face tokenizers does for a BPE model with no unk_token.
   for (int b = 0; b < 256; ++b) {
     const auto it = vocab_.find(byte_to_symbol(static_cast<std::uint8_t>(b)));
-    check(it != vocab_.end(), source, ": model.vocab has no token for byte ", b, " ('",
-          byte_to_symbol(static_cast<std::uint8_t>(b)), "'); a byte-level BPE vocabulary must cover all 256 bytes");
-    byte_ids_[b] = it->second;
+    byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
   }
   merges_.reserve(merges.size());
   for (std::size_t rank = 0; rank < merges.size(); ++rank) {
@@ -126,7 +126,7 @@ BpeModel BpeModel::from_json(const nlohmann::json& model, const std::string& sou
 
 void BpeModel::encode_word(std::string_view word, std::vector<std::int32_t>& ids) const {
   if (word.size() == 1) {
-    ids.push_back(byte_ids_[static_cast<std::uint8_t>(word[0])]);
+    if (const std::int32_t id = byte_ids_[static_cast<std::uint8_t>(word[0])]; id >= 0) ids.push_back(id);
     return;
   }
   if (ignore_merges_) {
@@ -154,17 +154,23 @@ void BpeModel::encode_word(std::string_view word, std::vector<std::int32_t>& ids
 }
 
 void BpeModel::merge(std::string_view word, std::vector<std::int32_t>& ids) const {
-  const int n = static_cast<int>(word.size());
-  thread_local std::vector<Symbol> symbols;  // [n], one per byte to start with
+  thread_local std::vector<Symbol> symbols;  // [n], one per byte that has a token to start with
   thread_local std::vector<Candidate> heap;
-  symbols.resize(n);
+  symbols.clear();
   heap.clear();
   const auto find = [&](std::int32_t a, std::int32_t b) -> const Merge* {
     const auto it = merges_.find(pair_key(a, b));
     return it == merges_.end() ? nullptr : &it->second;
   };
-  for (int i = 0; i < n; ++i)
-    symbols[i] = {byte_ids_[static_cast<std::uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1, true};
+  // A byte without a token leaves no symbol: its neighbours become adjacent and may merge, as in tokenizers.
+  for (char c : word)
+    if (const std::int32_t id = byte_ids_[static_cast<std::uint8_t>(c)]; id >= 0) symbols.push_back({id, -1, -1, true});
+  const int n = static_cast<int>(symbols.size());
+  if (n == 0) return;
+  for (int i = 0; i < n; ++i) {
+    symbols[i].prev = i - 1;
+    symbols[i].next = i + 1 < n ? i + 1 : -1;
+  }
   for (int i = 0; i + 1 < n; ++i)
     if (const Merge* m = find(symbols[i].id, symbols[i + 1].id)) heap.push_back({m->rank, i, m->new_id});
   std::make_heap(heap.begin(), heap.end(), later);

@@ -60,13 +60,14 @@ class BpeModel {
  public:
   /**
    * @brief Builds the model.
-   * @param vocab token (in the byte-level alphabet) -> id; must hold all 256 single-byte tokens.
+   * @param vocab token (in the byte-level alphabet) -> id; a byte with no single-byte token is dropped
+   *        from the text that holds it, as Hugging Face tokenizers does without an unk_token.
    * @param merges (left, right) pairs, highest priority first; both sides and their
    *        concatenation must be in @p vocab. A pair listed twice keeps its last rank,
    *        as in Hugging Face tokenizers.
    * @param ignore_merges emit a word that is in @p vocab as one token without merging.
    * @param source names the file in errors.
-   * @throws Error naming the byte or the merge (and its index) that is missing from the vocabulary.
+   * @throws Error naming the merge (and its index) whose piece is missing from the vocabulary.
    */
   BpeModel(TokenMap vocab, const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges,
            const std::string& source);
@@ -113,7 +114,7 @@ class BpeModel {
 
   TokenMap vocab_;
   std::unordered_map<std::uint64_t, Merge> merges_;  // (left id, right id) -> merge
-  std::array<std::int32_t, 256> byte_ids_{};         // byte -> id of its single-byte token
+  std::array<std::int32_t, 256> byte_ids_{};         // byte -> id of its single-byte token, -1 for none
   TokenMap whole_words_;                             // raw bytes -> id; filled only with ignore_merges
   bool ignore_merges_ = false;
   struct Cache;

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/json.h"
+#include "model/gguf.h"
 
 namespace servelab {
 
@@ -40,13 +41,20 @@ std::string token_text(const nlohmann::json& value) {
 
 }  // namespace
 
+bool has_tokenizer(const std::filesystem::path& model) {
+  if (is_gguf_path(model)) return GgufFile(model).contents().metadata.contains("tokenizer.ggml.model");
+  return std::filesystem::exists(model / "tokenizer.json");
+}
+
 Tokenizer load_tokenizer(const std::filesystem::path& dir) {
+  if (is_gguf_path(dir)) return gguf_tokenizer(GgufFile(dir).contents(), dir.string());
   const auto path = dir / "tokenizer.json";
   check(std::filesystem::exists(path), path.string(), ": cannot open (the folder has no tokenizer.json)");
   return Tokenizer::from_file(path);
 }
 
 ChatTemplate load_chat_template(const std::filesystem::path& dir) {
+  if (is_gguf_path(dir)) return gguf_chat_template(GgufFile(dir).contents(), dir.string());
   const auto config_path = dir / "tokenizer_config.json";
   const nlohmann::json config = read_json_if_present(config_path);
   std::string source = config_path.string(), jinja;
@@ -79,6 +87,7 @@ ChatTemplate load_chat_template(const std::filesystem::path& dir) {
 }
 
 std::vector<std::int32_t> load_stop_token_ids(const std::filesystem::path& dir, const Tokenizer& tokenizer) {
+  if (is_gguf_path(dir)) return gguf_stop_token_ids(GgufFile(dir).contents(), dir.string());
   std::vector<std::int32_t> ids;
   const auto gen_path = dir / "generation_config.json";
   const nlohmann::json gen = read_json_if_present(gen_path);

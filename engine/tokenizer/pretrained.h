@@ -11,6 +11,8 @@
  *     chat_template.jinja      the template, where transformers >= 4.43 writes it
  *     generation_config.json   eos_token_id (an id or a list)  -> load_stop_token_ids()
  * @endverbatim
+ * Each function also takes a `.gguf` file instead of the folder, and reads
+ * the same from its tokenizer.ggml.* and tokenizer.chat_template keys (model/gguf.h).
  */
 #pragma once
 
@@ -22,6 +24,9 @@
 #include "tokenizer/tokenizer.h"
 
 namespace servelab {
+
+/// Whether @p model (a folder or a .gguf file) carries a tokenizer load_tokenizer() can read.
+bool has_tokenizer(const std::filesystem::path& model);
 
 /**
  * @brief Loads `dir/tokenizer.json`.

@@ -95,6 +95,16 @@ Tokenizer Tokenizer::from_json(const nlohmann::json& json, const std::string& so
   }
 }
 
+Tokenizer Tokenizer::from_parts(std::string source, Normalizer normalizer, PreTokenizer pre_tokenizer, BpeModel model,
+                                AddedTokens added, std::vector<std::int32_t> prefix, std::vector<std::int32_t> suffix) {
+  Tokenizer t(std::move(source), normalizer, std::move(pre_tokenizer), std::move(model), std::move(added));
+  t.prefix_ = std::move(prefix);
+  t.suffix_ = std::move(suffix);
+  for (std::int32_t id : t.prefix_) t.check_id(id);
+  for (std::int32_t id : t.suffix_) t.check_id(id);
+  return t;
+}
+
 Tokenizer Tokenizer::from_file(const std::filesystem::path& tokenizer_json) {
   const std::string source = tokenizer_json.string();
   return from_json(read_json_file(tokenizer_json, "a Hugging Face tokenizer.json"), source);

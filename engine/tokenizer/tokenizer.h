@@ -59,6 +59,15 @@ class Tokenizer {
   static Tokenizer from_json(const nlohmann::json& json, const std::string& source);
 
   /**
+   * @brief Builds a tokenizer from its steps, as a GGUF's tokenizer.ggml.* keys describe them.
+   * @param prefix ids put before the text when encode() adds special tokens (a bos id).
+   * @param suffix ids put after it (an eos id).
+   * @throws Error naming @p source when a prefix or suffix id is not a token.
+   */
+  static Tokenizer from_parts(std::string source, Normalizer normalizer, PreTokenizer pre_tokenizer, BpeModel model,
+                              AddedTokens added, std::vector<std::int32_t> prefix, std::vector<std::int32_t> suffix);
+
+  /**
    * @brief Token ids of @p text.
    * @param text UTF-8 text.
    * @param add_special_tokens apply the post_processor (Llama 3 puts <|begin_of_text|>

@@ -67,14 +67,13 @@ void record_configuration(Report& report, const std::string& run, int lab, const
 
 LabPrompt article_prompt(const LabOptions& o, const ModelConfig& config, int stand_in_len) {
   LabPrompt p;
-  if (!o.model_dir.empty() && std::filesystem::exists(std::filesystem::path(o.model_dir) / "tokenizer.json")) {
+  if (!o.model_dir.empty() && has_tokenizer(o.model_dir)) {
     p.tokenizer.emplace(load_tokenizer(o.model_dir));
     p.ids = p.tokenizer->encode(kArticlePrompt);
     for (std::int32_t id : p.ids)
-      check(id >= 0 && id < config.vocab_size, o.model_dir, "/tokenizer.json: id ", id,
+      check(id >= 0 && id < config.vocab_size, p.tokenizer->source(), ": id ", id,
             " is outside the model's vocabulary [0, ", config.vocab_size, ")");
-    p.description =
-        "the article's prompt, " + std::to_string(p.ids.size()) + " tokens with " + o.model_dir + "/tokenizer.json";
+    p.description = "the article's prompt, " + std::to_string(p.ids.size()) + " tokens with " + p.tokenizer->source();
   } else {
     p.ids = synthetic_prompt(stand_in_len, config.vocab_size, o.seed);
     p.description = std::to_string(stand_in_len) + "-token stand-in prompt (no tokenizer.json: seeded ids)";

@@ -73,9 +73,20 @@ TEST_CASE("a merge listed twice keeps its last rank, as in tokenizers", "[tokeni
   CHECK(encode(model, "abc") == std::vector<std::int32_t>{257, 'c'});
 }
 
-TEST_CASE("BPE rejects a vocabulary without every byte and merges of unknown tokens", "[tokenizer][bpe][bad-input]") {
-  TokenMap no_bytes{{"a", 0}};
-  REQUIRE_ERROR_MENTIONS(BpeModel(no_bytes, {}, false, "tok.json"), "tok.json", "no token for byte 0", "all 256 bytes");
+TEST_CASE("a byte without a token is dropped, and its neighbours merge as in tokenizers", "[tokenizer][bpe]") {
+  // tokenizers 0.23: BPE(vocab without "b", merges [("a", "c")]) encodes "abc" as the one token "ac".
+  TokenMap vocab;
+  for (int b = 0; b < 256; ++b)
+    if (b != 'b') vocab.emplace(std::string(byte_to_symbol(static_cast<std::uint8_t>(b))), b);
+  vocab.emplace("ac", 256);
+  const BpeModel model(std::move(vocab), {{"a", "c"}}, false, "test");
+  CHECK(encode(model, "abc") == std::vector<std::int32_t>{256});
+  CHECK(encode(model, "b").empty());
+  CHECK(encode(model, "bb").empty());
+  CHECK(encode(model, "xbby") == std::vector<std::int32_t>{'x', 'y'});
+}
+
+TEST_CASE("BPE rejects merges of unknown tokens", "[tokenizer][bpe][bad-input]") {
   TokenMap vocab;
   for (int b = 0; b < 256; ++b) vocab.emplace(std::string(byte_to_symbol(static_cast<std::uint8_t>(b))), b);
   REQUIRE_ERROR_MENTIONS(BpeModel(vocab, {{"a", "b"}}, false, "tok.json"), "tok.json", "model.merges[0]", "'ab'",

@@ -11,32 +11,36 @@
 using namespace servelab;
 using namespace servelab::test;
 
+// The folder, and the same model, tokenizer and template converted into one GGUF file (tools/make_gguf.py --from).
 TEST_CASE("qwen2-tiny-chat: chat -> prompt ids -> greedy reply -> text, as transformers",
-          "[tokenizer][golden][generate]") {
-  const auto dir = tokenizer_fixtures() / "qwen2-tiny-chat";
+          "[tokenizer][golden][generate][gguf]") {
   const auto ref = load_reference("tokenizer/qwen2-tiny-chat");
-  auto model = Model::from_pretrained(dir, ModelOptions{});
-  const Tokenizer tok = load_tokenizer(dir);
-  REQUIRE(tok.vocab_size() <= model->config().vocab_size);
+  for (const auto& dir : {tokenizer_fixtures() / "qwen2-tiny-chat", fixtures_dir() / "gguf" / "qwen2-tiny-chat.gguf"}) {
+    DYNAMIC_SECTION(dir.filename().string()) {
+      auto model = Model::from_pretrained(dir, ModelOptions{});
+      const Tokenizer tok = load_tokenizer(dir);
+      REQUIRE(tok.vocab_size() <= model->config().vocab_size);
 
-  std::vector<ChatMessage> messages;
-  for (const auto& m : ref["messages"]) messages.push_back({m["role"], m["content"]});
-  const std::string prompt_text = load_chat_template(dir).render(messages, true);
-  CHECK(prompt_text == ref["prompt_text"].get<std::string>());
-  const auto prompt = tok.encode(prompt_text, false);
-  CHECK(prompt == ref["prompt_ids"].get<std::vector<std::int32_t>>());
+      std::vector<ChatMessage> messages;
+      for (const auto& m : ref["messages"]) messages.push_back({m["role"], m["content"]});
+      const std::string prompt_text = load_chat_template(dir).render(messages, true);
+      CHECK(prompt_text == ref["prompt_text"].get<std::string>());
+      const auto prompt = tok.encode(prompt_text, false);
+      CHECK(prompt == ref["prompt_ids"].get<std::vector<std::int32_t>>());
 
-  GenerateOptions options;
-  options.max_new_tokens = 16;
-  options.stop_token_ids = load_stop_token_ids(dir, tok);
-  CHECK(options.stop_token_ids == ref["eos_token_ids"].get<std::vector<std::int32_t>>());
-  StreamingDetokenizer stream(tok);
-  std::string streamed;
-  const auto result = generate(*model, prompt, options, [&](std::int32_t id) { streamed += stream.push(id); });
-  streamed += stream.finish();
-  CHECK(result.output_ids == ref["output_ids"].get<std::vector<std::int32_t>>());
-  CHECK(streamed == ref["output_text"].get<std::string>());
-  CHECK(tok.decode(result.output_ids, true) == ref["output_text"].get<std::string>());
+      GenerateOptions options;
+      options.max_new_tokens = 16;
+      options.stop_token_ids = load_stop_token_ids(dir, tok);
+      CHECK(options.stop_token_ids == ref["eos_token_ids"].get<std::vector<std::int32_t>>());
+      StreamingDetokenizer stream(tok);
+      std::string streamed;
+      const auto result = generate(*model, prompt, options, [&](std::int32_t id) { streamed += stream.push(id); });
+      streamed += stream.finish();
+      CHECK(result.output_ids == ref["output_ids"].get<std::vector<std::int32_t>>());
+      CHECK(streamed == ref["output_text"].get<std::string>());
+      CHECK(tok.decode(result.output_ids, true) == ref["output_text"].get<std::string>());
+    }
+  }
 }
 
 TEST_CASE("stop tokens come from generation_config.json, else tokenizer_config.json's eos_token", "[tokenizer]") {
