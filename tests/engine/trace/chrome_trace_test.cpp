@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+// The step trace (trace/chrome_trace.h): a run with chunked prefill and preemption
+// writes a trace the schema accepts (event types, monotonic tracks, closed spans,
+// block counters equal to the pool's accounting at every step), with the same tokens
+// as the run without it; a simulated engine's trace says so; the cap truncates
+// cleanly; an unwritable path is one clear error.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <vector>
+
+#include "core/error.h"
+#include "model/model.h"
+#include "perf/hardware.h"
+#include "serve/engine.h"
+#include "trace/chrome_trace.h"
+#include "trace_schema.h"
+#include "workload/synthetic_prompt.h"
+
+using namespace servelab;
+
+namespace {
+
+using Ids = std::vector<std::int32_t>;
+
+std::unique_ptr<Model> tiny_model() {
+  ModelOptions options;
+  options.deterministic = true;
+  options.num_threads = 2;
+  return Model::from_preset("tiny", 7, options);
+}
+
+/// Few blocks and a small budget: prompts are chunked, and decodes run the pool dry (preemption).
+EngineConfig tight_config() {
+  EngineConfig c;
+  c.scheduler = {.max_num_seqs = 6, .max_num_batched_tokens = 24, .enable_chunked_prefill = true};
+  c.block_size = 4;
+  c.num_gpu_blocks_override = 20;
+  c.log = [](const std::string&) {};
+  return c;
+}
+
+/// Records what the pool said after every step, beside the trace.
+struct PoolWatch final : StepObserver {
+  explicit PoolWatch(const Engine& e) : engine(e) {}
+  void on_request(const RequestEvent&) override {}
+  void on_step(const StepRecord& r) override {
+    const BlockPool& pool = engine.kv_cache_manager().block_pool();
+    used[r.step] = pool.num_blocks() - pool.num_free_blocks();
+  }
+  const Engine& engine;
+  std::map<long, int> used;  // step -> blocks in use after it
+};
+
+/// Serves six requests on @p engine to the end; returns every request's output tokens.
+std::vector<Ids> serve(Engine& engine, int vocab) {
+  for (int i = 0; i < 6; ++i) engine.add_request(synthetic_prompt(10 + 7 * i, vocab, 40 + i), {}, 12);
+  while (engine.has_unfinished_requests()) engine.step();
+  std::vector<Ids> out;
+  for (const Request* r : engine.requests())
+    out.emplace_back(r->output_token_ids().begin(), r->output_token_ids().end());
+  return out;
+}
+
+nlohmann::json read_trace(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::filesystem::path temp_path(const std::string& name) {
+  return std::filesystem::temp_directory_path() / ("servelab_trace_test_" + name + ".json");
+}
+
+}  // namespace
+
+TEST_CASE("trace: a chunked, preempting run writes a trace the schema accepts, tokens unchanged", "[trace]") {
+  auto model = tiny_model();
+  const int vocab = model->config().vocab_size;
+  std::vector<Ids> plain;
+  {
+    Engine engine(*model, tight_config());
+    plain = serve(engine, vocab);
+  }
+  const auto path = temp_path("run");
+  Engine engine(*model, tight_config());
+  PoolWatch watch(engine);
+  engine.add_observer(&watch);
+  ChromeTrace trace(path.string());
+  trace.attach(engine, "test");
+  const std::vector<Ids> traced = serve(engine, vocab);
+  trace.close();
+  CHECK(traced == plain);  // the observer changes nothing the engine decides
+  REQUIRE(engine.scheduler().num_preemptions() > 0);
+
+  const test::TraceCheck c = test::check_trace(read_trace(path));
+  for (const auto& p : c.problems) UNSCOPED_INFO(p);
+  CHECK(c.problems.empty());
+  CHECK(c.processes == 1);
+  CHECK(c.requests == 6);
+  CHECK(c.preemptions == engine.scheduler().num_preemptions());
+  CHECK(c.max_tokens_discarded > 0);
+  CHECK(c.prefill_chunks > 0);
+  CHECK_FALSE(c.truncated);
+  REQUIRE(c.process_names.size() == 1);
+  CHECK(c.process_names[0].find("wall clock") != std::string::npos);
+  // The tables in the trace hold what the pool counted, step by step.
+  REQUIRE(c.used_blocks.size() == watch.used.size());
+  for (const auto& [key, used] : c.used_blocks) CHECK(used == watch.used.at(key.second));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("trace: a simulated engine's trace is labelled simulated", "[trace]") {
+  const SimulatedModel sim{preset("llama-3-8b"), CostModel::for_hardware(gpu("H100 SXM"), 0.002),
+                           StepDtypes{DType::BF16, DType::BF16, DType::BF16}};
+  EngineConfig config;
+  config.scheduler = {.max_num_seqs = 4, .max_num_batched_tokens = 512};
+  config.kv_cache_memory = std::size_t{1} << 30;
+  Engine engine(sim, config);
+  const auto path = temp_path("sim");
+  {
+    ChromeTrace trace(path.string());
+    trace.attach(engine, "simulated");
+    for (int i = 0; i < 3; ++i) engine.add_request(synthetic_prompt(100, sim.config.vocab_size, i), {}, 4);
+    while (engine.has_unfinished_requests()) engine.step();
+  }  // the destructor closes the file
+  const test::TraceCheck c = test::check_trace(read_trace(path));
+  for (const auto& p : c.problems) UNSCOPED_INFO(p);
+  CHECK(c.problems.empty());
+  REQUIRE(c.process_names.size() == 1);
+  CHECK(c.process_names[0].find("simulated clock") != std::string::npos);
+  CHECK(c.requests == 3);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("trace: the cap stops the trace with a marker and the file stays valid", "[trace]") {
+  const SimulatedModel sim{preset("llama-3-8b"), CostModel::for_hardware(gpu("H100 SXM"), 0.002),
+                           StepDtypes{DType::BF16, DType::BF16, DType::BF16}};
+  EngineConfig config;
+  config.scheduler = {.max_num_seqs = 64, .max_num_batched_tokens = 4096};
+  config.kv_cache_memory = std::size_t{4} << 30;
+  config.log = [](const std::string&) {};
+  Engine engine(sim, config);
+  const auto path = temp_path("cap");
+  ChromeTrace trace(path.string(), 64 << 10);
+  trace.attach(engine, "capped");
+  for (int i = 0; i < 200; ++i) engine.add_request(synthetic_prompt(64, sim.config.vocab_size, i), {}, 64);
+  while (engine.has_unfinished_requests()) engine.step();
+  trace.close();
+  CHECK(trace.truncated());
+  CHECK(std::filesystem::file_size(path) <= (64u << 10) + 4096);
+  const test::TraceCheck c = test::check_trace(read_trace(path));
+  for (const auto& p : c.problems) UNSCOPED_INFO(p);
+  CHECK(c.problems.empty());
+  CHECK(c.truncated);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("trace: an unwritable path is one error naming --trace", "[trace]") {
+  try {
+    ChromeTrace trace("/nonexistent-dir/t.json");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("--trace /nonexistent-dir/t.json: cannot write it") != std::string::npos);
+  }
+}
