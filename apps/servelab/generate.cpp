@@ -115,7 +115,10 @@ void trace_generation(ChromeTrace& trace, const GenerateResult& r, const Generat
   int computed = 0;  // tokens whose KV the cache holds before the step
   for (std::size_t k = 0; k < r.step_seconds.size(); ++k) {
     const bool last = k + 1 == r.step_seconds.size();
-    StepRecord s{.step = static_cast<long>(k), .start = at, .end = at + r.step_seconds[k]};
+    StepRecord s;
+    s.step = static_cast<long>(k);
+    s.start = at;
+    s.end = at + r.step_seconds[k];
     s.forward_seconds = r.step_seconds[k];
     const bool decode = gen.use_kv_cache && k > 0;
     (decode ? s.num_decode_tokens : s.num_prefill_tokens) = r.step_tokens[k];

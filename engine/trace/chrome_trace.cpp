@@ -145,9 +145,11 @@ void ChromeTrace::close_span(int id, Track& t, double at) {
 }
 
 void ChromeTrace::end_run(double at) {
-  ending_ = true;  // a truncated trace still ends what was open when the cap came (nothing, by then)
-  for (auto& [id, t] : tracks_) close_span(id, t, std::max(at, t.since));
-  ending_ = false;
+  if (!truncated_) {  // truncate() ended what was open when the cap came
+    ending_ = true;
+    for (auto& [id, t] : tracks_) close_span(id, t, std::max(at, t.since));
+    ending_ = false;
+  }
   tracks_.clear();
   tables_.clear();
 }
@@ -171,7 +173,7 @@ void ChromeTrace::on_request(const RequestEvent& e) {
     instant(tid, "arrived", e.time,
             "{\"prompt_tokens\":" + std::to_string(e.num_prompt_tokens) +
                 ",\"max_tokens\":" + std::to_string(e.max_tokens) + "}");
-    tracks_[e.request_id] = {Track::Span::QUEUED, e.time, 0, 0};
+    if (!truncated_) tracks_[e.request_id] = {Track::Span::QUEUED, e.time, 0, 0};
     return;
   }
   const auto it = tracks_.find(e.request_id);
@@ -189,6 +191,10 @@ void ChromeTrace::on_step(const StepRecord& r) {
     line_.clear();
     append_step_json(line_, r, &tables_);
     span(0, "step", r.start, r.end, line_);
+    for (const Preemption& p : r.preempted)
+      instant(0, "preempt", r.start,
+              "{\"request\":" + std::to_string(p.request_id) + ",\"tokens_discarded\":" +
+                  std::to_string(p.tokens_discarded) + "}");
     if (!r.simulated) {
       double at = r.start;
       const std::pair<const char*, double> parts[] = {{"schedule", r.schedule_seconds},
@@ -205,7 +211,6 @@ void ChromeTrace::on_step(const StepRecord& r) {
   for (const Preemption& p : r.preempted) {
     const std::string args = "{\"request\":" + std::to_string(p.request_id) +
                              ",\"tokens_discarded\":" + std::to_string(p.tokens_discarded) + "}";
-    instant(0, "preempt", r.start, args);
     auto& t = tracks_[p.request_id];
     close_span(p.request_id, t, r.start);
     instant(p.request_id + 1, "preempted", r.start, args);

@@ -21,11 +21,11 @@
 
 using namespace servelab;
 
-namespace {
+namespace {  // (names of their own: a unity build compiles this file beside others with helpers)
 
-using Ids = std::vector<std::int32_t>;
+using TraceIds = std::vector<std::int32_t>;
 
-std::unique_ptr<Model> tiny_model() {
+std::unique_ptr<Model> traced_tiny_model() {
   ModelOptions options;
   options.deterministic = true;
   options.num_threads = 2;
@@ -33,7 +33,7 @@ std::unique_ptr<Model> tiny_model() {
 }
 
 /// Few blocks and a small budget: prompts are chunked, and decodes run the pool dry (preemption).
-EngineConfig tight_config() {
+EngineConfig trace_tight_config() {
   EngineConfig c;
   c.scheduler = {.max_num_seqs = 6, .max_num_batched_tokens = 24, .enable_chunked_prefill = true};
   c.block_size = 4;
@@ -43,8 +43,8 @@ EngineConfig tight_config() {
 }
 
 /// Records what the pool said after every step, beside the trace.
-struct PoolWatch final : StepObserver {
-  explicit PoolWatch(const Engine& e) : engine(e) {}
+struct TracePoolWatch final : StepObserver {
+  explicit TracePoolWatch(const Engine& e) : engine(e) {}
   void on_request(const RequestEvent&) override {}
   void on_step(const StepRecord& r) override {
     const BlockPool& pool = engine.kv_cache_manager().block_pool();
@@ -55,46 +55,46 @@ struct PoolWatch final : StepObserver {
 };
 
 /// Serves six requests on @p engine to the end; returns every request's output tokens.
-std::vector<Ids> serve(Engine& engine, int vocab) {
+std::vector<TraceIds> serve_six(Engine& engine, int vocab) {
   for (int i = 0; i < 6; ++i) engine.add_request(synthetic_prompt(10 + 7 * i, vocab, 40 + i), {}, 12);
   while (engine.has_unfinished_requests()) engine.step();
-  std::vector<Ids> out;
+  std::vector<TraceIds> out;
   for (const Request* r : engine.requests())
     out.emplace_back(r->output_token_ids().begin(), r->output_token_ids().end());
   return out;
 }
 
-nlohmann::json read_trace(const std::filesystem::path& path) {
+nlohmann::json read_trace_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
 }
 
-std::filesystem::path temp_path(const std::string& name) {
+std::filesystem::path trace_temp_path(const std::string& name) {
   return std::filesystem::temp_directory_path() / ("servelab_trace_test_" + name + ".json");
 }
 
 }  // namespace
 
 TEST_CASE("trace: a chunked, preempting run writes a trace the schema accepts, tokens unchanged", "[trace]") {
-  auto model = tiny_model();
+  auto model = traced_tiny_model();
   const int vocab = model->config().vocab_size;
-  std::vector<Ids> plain;
+  std::vector<TraceIds> plain;
   {
-    Engine engine(*model, tight_config());
-    plain = serve(engine, vocab);
+    Engine engine(*model, trace_tight_config());
+    plain = serve_six(engine, vocab);
   }
-  const auto path = temp_path("run");
-  Engine engine(*model, tight_config());
-  PoolWatch watch(engine);
+  const auto path = trace_temp_path("run");
+  Engine engine(*model, trace_tight_config());
+  TracePoolWatch watch(engine);
   engine.add_observer(&watch);
   ChromeTrace trace(path.string());
   trace.attach(engine, "test");
-  const std::vector<Ids> traced = serve(engine, vocab);
+  const std::vector<TraceIds> traced = serve_six(engine, vocab);
   trace.close();
   CHECK(traced == plain);  // the observer changes nothing the engine decides
   REQUIRE(engine.scheduler().num_preemptions() > 0);
 
-  const test::TraceCheck c = test::check_trace(read_trace(path));
+  const test::TraceCheck c = test::check_trace(read_trace_file(path));
   for (const auto& p : c.problems) UNSCOPED_INFO(p);
   CHECK(c.problems.empty());
   CHECK(c.processes == 1);
@@ -118,14 +118,14 @@ TEST_CASE("trace: a simulated engine's trace is labelled simulated", "[trace]") 
   config.scheduler = {.max_num_seqs = 4, .max_num_batched_tokens = 512};
   config.kv_cache_memory = std::size_t{1} << 30;
   Engine engine(sim, config);
-  const auto path = temp_path("sim");
+  const auto path = trace_temp_path("sim");
   {
     ChromeTrace trace(path.string());
     trace.attach(engine, "simulated");
     for (int i = 0; i < 3; ++i) engine.add_request(synthetic_prompt(100, sim.config.vocab_size, i), {}, 4);
     while (engine.has_unfinished_requests()) engine.step();
   }  // the destructor closes the file
-  const test::TraceCheck c = test::check_trace(read_trace(path));
+  const test::TraceCheck c = test::check_trace(read_trace_file(path));
   for (const auto& p : c.problems) UNSCOPED_INFO(p);
   CHECK(c.problems.empty());
   REQUIRE(c.process_names.size() == 1);
@@ -142,7 +142,7 @@ TEST_CASE("trace: the cap stops the trace with a marker and the file stays valid
   config.kv_cache_memory = std::size_t{4} << 30;
   config.log = [](const std::string&) {};
   Engine engine(sim, config);
-  const auto path = temp_path("cap");
+  const auto path = trace_temp_path("cap");
   ChromeTrace trace(path.string(), 64 << 10);
   trace.attach(engine, "capped");
   for (int i = 0; i < 200; ++i) engine.add_request(synthetic_prompt(64, sim.config.vocab_size, i), {}, 64);
@@ -150,7 +150,7 @@ TEST_CASE("trace: the cap stops the trace with a marker and the file stays valid
   trace.close();
   CHECK(trace.truncated());
   CHECK(std::filesystem::file_size(path) <= (64u << 10) + 4096);
-  const test::TraceCheck c = test::check_trace(read_trace(path));
+  const test::TraceCheck c = test::check_trace(read_trace_file(path));
   for (const auto& p : c.problems) UNSCOPED_INFO(p);
   CHECK(c.problems.empty());
   CHECK(c.truncated);
