@@ -31,7 +31,7 @@ def find_chromium(given):
 
 
 def post(port, max_tokens, prompt):
-    body = json.dumps({"model": "tiny", "prompt": prompt, "max_tokens": max_tokens, "ignore_eos": True}).encode()
+    body = json.dumps({"model": "small", "prompt": prompt, "max_tokens": max_tokens, "ignore_eos": True}).encode()
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body,
                                  {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=120) as r:
@@ -47,9 +47,9 @@ def main():
         return SKIP
     tmp = tempfile.mkdtemp(prefix="servelab_dashboard_")
     trace = os.path.join(tmp, "serve.json")
-    # A pool small enough that four long requests fill much of it, slow enough steps to watch.
+    # A pool of 4 x 512 / 16 = 128 blocks, which four 260-token requests fill by half.
     server = subprocess.Popen([servelab, "serve", "--preset", "small", "--port", "0", "--threads", "1",
-                               "--max-num-seqs", "4", "--num-blocks", "64", "--block-size", "16",
+                               "--max-num-seqs", "4", "--max-model-len", "512", "--block-size", "16",
                                "--trace", trace],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -65,7 +65,8 @@ def main():
         time.sleep(1.0)  # the requests are running: blocks are held
         args = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + os.path.join(tmp, "ud"),
                 "--virtual-time-budget=1500", "--window-size=1280,720"]
-        url = f"http://127.0.0.1:{port}/dashboard"
+        # ?batches=3: the page stops listening after three batches, so the browser's network goes idle and it dumps.
+        url = f"http://127.0.0.1:{port}/dashboard?batches=3"
         dom = subprocess.run(args + ["--dump-dom", url], capture_output=True, text=True, timeout=60).stdout
         if screenshot:
             subprocess.run(args + ["--screenshot=" + screenshot, url], capture_output=True, timeout=60)
@@ -93,7 +94,7 @@ def main():
             used_at[a["step"]] = sum(len(b) for b in tables.values())
     print(f"page: step {step}, {used} of {blocks} blocks in use ({cells} cells drawn used); "
           f"trace: {used_at.get(step)} at that step")
-    ok = blocks == 64 and used > 0 and cells == used and used_at.get(step) == used
+    ok = blocks == 128 and used > 0 and cells == used and used_at.get(step) == used
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
