@@ -193,8 +193,8 @@ void ChromeTrace::on_step(const StepRecord& r) {
     span(0, "step", r.start, r.end, line_);
     for (const Preemption& p : r.preempted)
       instant(0, "preempt", r.start,
-              "{\"request\":" + std::to_string(p.request_id) + ",\"tokens_discarded\":" +
-                  std::to_string(p.tokens_discarded) + "}");
+              "{\"request\":" + std::to_string(p.request_id) +
+                  ",\"tokens_discarded\":" + std::to_string(p.tokens_discarded) + "}");
     if (!r.simulated) {
       double at = r.start;
       const std::pair<const char*, double> parts[] = {{"schedule", r.schedule_seconds},
