@@ -121,8 +121,12 @@ void append_step_json(std::string& out, const StepRecord& r, BlockTables* previo
     }
     out += ",\"freed\":";
     append_ids(out, freed);
-    previous->clear();
-    for (const BlockOwner& b : r.blocks) previous->emplace(b.request_id, b.block_ids);
+    // Updated in place: a big pool with few changes per step costs a comparison per table, not a copy.
+    for (int id : freed) previous->erase(id);
+    for (const BlockOwner& b : r.blocks) {
+      std::vector<std::int32_t>& held = (*previous)[b.request_id];
+      if (held != b.block_ids) held = b.block_ids;
+    }
   }
   out += '}';
 }

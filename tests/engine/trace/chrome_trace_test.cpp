@@ -25,11 +25,15 @@ namespace {  // (names of their own: a unity build compiles this file beside oth
 
 using TraceIds = std::vector<std::int32_t>;
 
-std::unique_ptr<Model> traced_tiny_model() {
-  ModelOptions options;
-  options.deterministic = true;
-  options.num_threads = 2;
-  return Model::from_preset("tiny", 7, options);
+/// Llama-3-8B on an H100's datasheet, run by @p max_num_seqs sequences in @p kv_gib GiB of KV.
+Engine simulated_8b(int max_num_seqs, std::size_t kv_gib) {
+  const SimulatedModel sim{preset("llama-3-8b"), CostModel::for_hardware(gpu("H100 SXM"), 0.002),
+                           StepDtypes{DType::BF16, DType::BF16, DType::BF16}};
+  EngineConfig config;
+  config.scheduler = {.max_num_seqs = max_num_seqs, .max_num_batched_tokens = 4096};
+  config.kv_cache_memory = kv_gib << 30;
+  config.log = [](const std::string&) {};
+  return Engine(sim, config);
 }
 
 /// Few blocks and a small budget: prompts are chunked, and decodes run the pool dry (preemption).
@@ -76,7 +80,10 @@ std::filesystem::path trace_temp_path(const std::string& name) {
 }  // namespace
 
 TEST_CASE("trace: a chunked, preempting run writes a trace the schema accepts, tokens unchanged", "[trace]") {
-  auto model = traced_tiny_model();
+  // Deterministic reductions: a request's tokens do not depend on the batch it shares.
+  ModelOptions options;
+  options.deterministic = true;
+  auto model = Model::from_preset("tiny", 7, options);
   const int vocab = model->config().vocab_size;
   std::vector<TraceIds> plain;
   {
@@ -112,17 +119,13 @@ TEST_CASE("trace: a chunked, preempting run writes a trace the schema accepts, t
 }
 
 TEST_CASE("trace: a simulated engine's trace is labelled simulated", "[trace]") {
-  const SimulatedModel sim{preset("llama-3-8b"), CostModel::for_hardware(gpu("H100 SXM"), 0.002),
-                           StepDtypes{DType::BF16, DType::BF16, DType::BF16}};
-  EngineConfig config;
-  config.scheduler = {.max_num_seqs = 4, .max_num_batched_tokens = 512};
-  config.kv_cache_memory = std::size_t{1} << 30;
-  Engine engine(sim, config);
+  Engine engine = simulated_8b(4, 1);
+  const int vocab = preset("llama-3-8b").vocab_size;
   const auto path = trace_temp_path("sim");
   {
     ChromeTrace trace(path.string());
     trace.attach(engine, "simulated");
-    for (int i = 0; i < 3; ++i) engine.add_request(synthetic_prompt(100, sim.config.vocab_size, i), {}, 4);
+    for (int i = 0; i < 3; ++i) engine.add_request(synthetic_prompt(100, vocab, i), {}, 4);
     while (engine.has_unfinished_requests()) engine.step();
   }  // the destructor closes the file
   const test::TraceCheck c = test::check_trace(read_trace_file(path));
@@ -135,17 +138,12 @@ TEST_CASE("trace: a simulated engine's trace is labelled simulated", "[trace]") 
 }
 
 TEST_CASE("trace: the cap stops the trace with a marker and the file stays valid", "[trace]") {
-  const SimulatedModel sim{preset("llama-3-8b"), CostModel::for_hardware(gpu("H100 SXM"), 0.002),
-                           StepDtypes{DType::BF16, DType::BF16, DType::BF16}};
-  EngineConfig config;
-  config.scheduler = {.max_num_seqs = 64, .max_num_batched_tokens = 4096};
-  config.kv_cache_memory = std::size_t{4} << 30;
-  config.log = [](const std::string&) {};
-  Engine engine(sim, config);
+  Engine engine = simulated_8b(64, 4);
+  const int vocab = preset("llama-3-8b").vocab_size;
   const auto path = trace_temp_path("cap");
   ChromeTrace trace(path.string(), 64 << 10);
   trace.attach(engine, "capped");
-  for (int i = 0; i < 200; ++i) engine.add_request(synthetic_prompt(64, sim.config.vocab_size, i), {}, 64);
+  for (int i = 0; i < 200; ++i) engine.add_request(synthetic_prompt(64, vocab, i), {}, 64);
   while (engine.has_unfinished_requests()) engine.step();
   trace.close();
   CHECK(trace.truncated());
