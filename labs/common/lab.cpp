@@ -14,7 +14,6 @@
 #include "core/thread_pool.h"
 #include "core/timer.h"
 #include "tokenizer/pretrained.h"
-#include "trace.h"
 #include "workload/synthetic_prompt.h"
 
 namespace servelab::lab {
@@ -203,9 +202,7 @@ int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& b
     return app.exit(e) == 0 ? 0 : 1;
   }
   try {
-    start_trace();
     body();
-    finish_trace();
   } catch (const Error& e) {
     std::cout.flush();
     std::cerr << app.get_name() << ": error: " << e.what() << "\n";

@@ -5,15 +5,24 @@
 #include <memory>
 
 #include "cli/trace_flags.h"
+#include "core/error.h"
 
 namespace servelab::lab {
 
 namespace {
 
-// One trace per lab process: the flags fill it, start_trace() opens the file.
+// One trace per lab process: the flags fill it, the parse opens the file, the process's end closes it.
 struct LabTrace {
   cli::TraceFlags flags;
   std::unique_ptr<ChromeTrace> trace;
+  // A lab that fails still leaves a valid file: the JSON is ended at exit whatever happened.
+  ~LabTrace() {
+    try {
+      if (trace) trace->close(), std::cerr << "trace: " << trace->summary() << "\n";
+    } catch (const Error& e) {
+      std::cerr << "trace: " << e.what() << "\n";
+    }
+  }
 };
 
 LabTrace& lab_trace() {
@@ -23,7 +32,17 @@ LabTrace& lab_trace() {
 
 }  // namespace
 
-void add_trace_options(CLI::App& app) { cli::add_trace_flags(app, lab_trace().flags); }
+void add_trace_options(CLI::App& app) {
+  cli::add_trace_flags(app, lab_trace().flags);
+  // Opened as the flags are parsed: an unwritable path is a flag error, before any work.
+  app.parse_complete_callback([] {
+    try {
+      start_trace();
+    } catch (const Error& e) {
+      throw CLI::ValidationError(e.what());
+    }
+  });
+}
 
 void start_trace() { lab_trace().trace = cli::open_trace(lab_trace().flags); }
 

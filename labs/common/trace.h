@@ -5,9 +5,9 @@
  *        lab serves through serve_workload() (or a TraceScope of its own)
  *        becomes one process in one Chrome trace (trace/chrome_trace.h).
  *
- * A lab's main() registers the flags with add_trace_options(app); run_lab()
- * opens the file after parsing (an unwritable path fails before any work) and
- * closes it after the lab's body, printing one summary line on stderr.
+ * A lab's main() registers the flags with add_trace_options(app); the file is
+ * opened when the flags are parsed (an unwritable path is a flag error, before
+ * any work) and closed when the process ends, with one summary line on stderr.
  */
 #pragma once
 
@@ -22,11 +22,11 @@ namespace servelab::lab {
 /// Registers --trace FILE and --trace-max-mb on @p app.
 void add_trace_options(CLI::App& app);
 
-/// Opens the file --trace names (run_lab() calls it after parsing); nothing without --trace.
+/// Opens the file --trace names (the parse does, through add_trace_options()); nothing without --trace.
 /// @throws Error naming --trace or --trace-max-mb when the file cannot be written or the cap is too small.
 void start_trace();
 
-/// Ends the trace and prints its summary on stderr (run_lab() calls it); nothing without --trace.
+/// Ends the trace and prints its summary on stderr (at exit, or earlier when called); nothing without --trace.
 void finish_trace();
 
 /// Attaches @p engine to the lab's trace for the scope's life (nothing without --trace).
