@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/model_flags.h"
+#include "cli/trace_flags.h"
 #include "command.h"
 #include "core/checked.h"
 #include "core/error.h"
@@ -46,6 +47,7 @@ struct GenerateArgs {
   float top_p = 1.0f;
   std::uint64_t seed = 0;
   bool no_kv_cache = false;
+  TraceFlags trace;  // --trace, --trace-max-mb
 };
 
 std::vector<std::int32_t> parse_ids(const std::string& text) {
@@ -107,6 +109,41 @@ Prompt make_prompt(const GenerateArgs& a, const ModelConfig& c) {
   return p;
 }
 
+// `servelab generate` steps the model without the engine's scheduler (serve/generate.h): its steps, one
+// request on one contiguous block, as records the trace takes like an engine's.
+void trace_generation(ChromeTrace& trace, const GenerateResult& r, const GenerateOptions& gen, bool stopped) {
+  trace.begin_run(std::string("servelab generate, KV cache ") + (gen.use_kv_cache ? "on" : "off (recompute)"), false);
+  trace.on_request({RequestEvent::Kind::ADDED, 0, 0.0, r.prompt_tokens, gen.max_new_tokens});
+  double at = 0;
+  int computed = 0;  // tokens whose KV the cache holds before the step
+  for (std::size_t k = 0; k < r.step_seconds.size(); ++k) {
+    const bool last = k + 1 == r.step_seconds.size();
+    StepRecord s;
+    s.step = static_cast<long>(k);
+    s.start = at;
+    s.end = at + r.step_seconds[k];
+    s.forward_seconds = r.step_seconds[k];
+    const bool decode = gen.use_kv_cache && k > 0;
+    (decode ? s.num_decode_tokens : s.num_prefill_tokens) = r.step_tokens[k];
+    s.scheduled.push_back({0, r.step_tokens[k], computed, decode, true});
+    computed = gen.use_kv_cache ? computed + r.step_tokens[k] : 0;
+    if (k == 0) s.first_token.push_back(0);
+    if (last) {
+      s.finished.push_back(0);
+      s.finish_reasons.push_back(stopped ? FinishReason::STOP : FinishReason::LENGTH);
+    } else {
+      s.running.push_back(0);
+      s.blocks.push_back({0, {0}});
+    }
+    s.num_blocks = 1;
+    s.num_free_blocks = last ? 1 : 0;
+    s.num_used_blocks_forward = 1;
+    trace.on_step(s);
+    at = s.end;
+  }
+  trace.end_run(at);
+}
+
 int run_generate(const GenerateArgs& a) {
   // An empty value is a mistake (an unset shell variable), not a request for the default.
   check(!a.given_model || !a.model.model_dir.empty(), "--model is empty (expected a Hugging Face model folder)");
@@ -116,6 +153,7 @@ int run_generate(const GenerateArgs& a) {
         "--tokenizer needs --prompt or --chat (a prompt given as ids is not tokenized)");
 
   const ModelOptions options = model_options(a.model);
+  const std::unique_ptr<ChromeTrace> trace = open_trace(a.trace);  // an unwritable --trace fails before the load
   const double load_start = now_seconds();
   std::unique_ptr<Model> model = load_model(a.model, options);
   const ModelConfig& c = model->config();
@@ -178,9 +216,14 @@ int run_generate(const GenerateArgs& a) {
   };
   const GenerateResult r = generate(*model, prompt.ids, gen, on_token);
 
+  const bool stopped = !r.output_ids.empty() && std::find(prompt.stop_ids.begin(), prompt.stop_ids.end(),
+                                                          r.output_ids.back()) != prompt.stop_ids.end();
+  if (trace) {
+    trace_generation(*trace, r, gen, stopped);
+    trace->close();
+    std::cerr << "servelab generate: trace " << trace->summary() << "\n";
+  }
   if (stream) {
-    const bool stopped = !r.output_ids.empty() && std::find(prompt.stop_ids.begin(), prompt.stop_ids.end(),
-                                                            r.output_ids.back()) != prompt.stop_ids.end();
     std::cout << stream->finish() << "\n--- end (" << r.output_ids.size() << " tokens, "
               << (stopped ? "stop token " + std::to_string(r.output_ids.back()) : std::string("--max-new-tokens"))
               << ") ---\n";
@@ -212,6 +255,7 @@ Command add_generate_command(CLI::App& app) {
   a->model.preset = "qwen2.5-0.5b";
   auto* gen = app.add_subcommand("generate", "generate tokens after a prompt and print prefill/decode timings");
   add_model_flags(*gen, a->model);
+  add_trace_flags(*gen, a->trace);
   gen->add_option(
       "--tokenizer", a->tokenizer_file,
       "tokenizer.json for --prompt/--chat instead of the model folder's (its folder's tokenizer_config.json "

@@ -10,7 +10,9 @@
 #include <optional>
 
 #include "core/error.h"
+#include "cli/trace_flags.h"
 #include "engine_flags.h"
+#include "http/dashboard.h"
 #include "http/http_server.h"
 #include "tokenizer/pretrained.h"
 
@@ -22,6 +24,7 @@ struct ServeArgs {
   EngineFlags engine;
   ServerConfig server;
   std::string served_model_name;
+  TraceFlags trace;
 };
 
 int run_serve(const ServeArgs& a) {
@@ -66,14 +69,22 @@ int run_serve(const ServeArgs& a) {
               << " tokens (raise --kv-cache-memory or lower --max-model-len)\n";
     served.max_model_len = static_cast<int>(kv_tokens);
   }
+  // Attached before the loop's thread starts: the trace is then touched by that thread alone until shutdown.
+  const std::unique_ptr<ChromeTrace> trace = open_trace(a.trace);
+  if (trace) trace->attach(engine, "servelab serve " + served.name);
+  // The live page: records are built only while someone watches /dashboard.
+  Dashboard dashboard;
+  engine.add_observer(&dashboard);
+  ServerConfig server_config = a.server;
+  server_config.dashboard = &dashboard;
   EngineLoop loop(engine);
-  OpenAIServer server(loop, served, a.server);
+  OpenAIServer server(loop, served, server_config);
   const int port = server.start();
   std::cerr << "servelab serve: model " << served.name << " (" << c.name << "), " << engine.num_blocks()
             << " KV blocks of " << engine.config().block_size << " tokens, max_model_len " << served.max_model_len
             << ", prefix caching " << (engine.config().enable_prefix_caching ? "on" : "off") << ", "
             << (served.tokenizer ? "text and token-id prompts" : "token-id prompts only (no tokenizer)")
-            << (served.chat_template ? ", chat" : "") << "\n";
+            << (served.chat_template ? ", chat" : "") << "; the live page is /dashboard\n";
   // One line on stdout, so scripts can read the port --port 0 chose.
   // An IPv6 literal goes in brackets in a URL (RFC 3986): http://[::1]:8000.
   const bool ipv6 = a.server.host.find(':') != std::string::npos;
@@ -85,9 +96,14 @@ int run_serve(const ServeArgs& a) {
             << ": aborting in-flight requests and stopping\n";
   // Abort first: open streams then end with finish_reason "abort" and their handlers return, so stop() does not wait on them.
   loop.shutdown();
+  dashboard.close();  // its streams end too, so stop() does not wait on them
   server.stop();
   const EngineLoopStats s = loop.stats();
   std::cerr << "servelab serve: stopped; " << s.num_free_blocks << " of " << s.num_blocks << " KV blocks free\n";
+  if (trace) {
+    trace->close();
+    std::cerr << "servelab serve: trace " << trace->summary() << "\n";
+  }
   return 0;
 }
 
@@ -98,6 +114,7 @@ Command add_serve_command(CLI::App& app) {
   CLI::App* command =
       app.add_subcommand("serve", "serve the model over an OpenAI-compatible HTTP API (streaming, /metrics)");
   add_engine_flags(*command, a->engine);
+  add_trace_flags(*command, a->trace);
   command->add_option("--host", a->server.host, "address to listen on (loopback by default)")->capture_default_str();
   command->add_option("--port", a->server.port, "port; 0 picks a free one and prints it")->capture_default_str();
   command->add_option("--api-key", a->server.api_key, "require `Authorization: Bearer KEY` on /v1/*")

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <thread>
 
+#include "http/dashboard_routes.h"
 #include "http/openai_protocol.h"
 #include "http/text_stream.h"
 
@@ -268,6 +269,8 @@ class GuardedServer : public httplib::Server {
 
   /// Refuses new connections and ends the ones that are idle or still sending (before stop()).
   void begin_stopping() { stopping_ = true; }
+  /// True once begin_stopping() was called.
+  bool stopping() const { return stopping_; }
 
  protected:
   bool process_and_close_socket(socket_t sock) override {
@@ -520,6 +523,7 @@ struct OpenAIServer::Impl {
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(loop.metrics_text(), "text/plain; version=0.0.4");
     });
+    if (config.dashboard) add_dashboard_routes(http, *config.dashboard, [this] { return http.stopping(); });
   }
 };
 

@@ -9,6 +9,7 @@
  *  GET  /v1/models             the one served model
  *  GET  /health                200 while serving
  *  GET  /metrics               Prometheus text (http/prometheus.h)
+ *  GET  /dashboard             the live page of the scheduler and KV blocks (http/dashboard.h), when configured
  * @endverbatim
  * Each connection runs on one of cpp-httplib's handler threads, at most
  * --max-connections at once (more get 503), through a stream of the server's
@@ -36,6 +37,8 @@
 
 namespace servelab {
 
+class Dashboard;
+
 /// How the server listens (vLLM's flag names).
 struct ServerConfig {
   std::string host = "127.0.0.1";        ///< --host: loopback unless asked
@@ -45,6 +48,7 @@ struct ServerConfig {
   int handler_threads = 128;  ///< --max-connections: connections served at once (each holds a thread); more get 503
   double request_read_timeout_s =
       10;  ///< --request-read-timeout: a whole request (headers and body) must arrive within it, seconds
+  Dashboard* dashboard = nullptr;  ///< serves GET /dashboard and its event stream when set (http/dashboard.h); borrowed
 };
 
 /// What the server knows about the model besides the engine.

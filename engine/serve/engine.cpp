@@ -105,6 +105,9 @@ void Engine::check_request(std::span<const std::int32_t> prompt, const SamplingP
 int Engine::queue(std::unique_ptr<Request> request) {
   const int id = request->request_id;
   scheduler_->add_request(request.get());
+  if (observing())
+    notify_request(
+        {RequestEvent::Kind::ADDED, id, request->times.arrival, request->num_prompt_tokens(), request->max_tokens});
   requests_.emplace(id, std::move(request));
   return id;
 }
@@ -177,7 +180,9 @@ int Engine::add_prefilled_request(std::span<const std::int32_t> prompt, const Sa
 
 bool Engine::abort_request(int request_id) {
   const auto it = requests_.find(request_id);
-  return it != requests_.end() && scheduler_->abort_request(it->second.get(), now());
+  const bool aborted = it != requests_.end() && scheduler_->abort_request(it->second.get(), now());
+  if (aborted && observing()) notify_request({RequestEvent::Kind::ABORTED, request_id, now()});
+  return aborted;
 }
 
 std::vector<RequestOutput> Engine::step() {
@@ -219,7 +224,9 @@ std::vector<RequestOutput> Engine::step() {
       last_.forward_seconds = sim_->cost.predict(last_.work);
       sim_clock_ += last_.forward_seconds;
       tokens.assign(sampling.size(), 0);
+      const double t2 = now_seconds();
       scheduler_->update_from_output(out, tokens, now(), config_.enable_kv_cache);
+      last_.update_seconds = now_seconds() - t2;
       last_.schedule_seconds = t1 - t0;
     } else {
       // Every sampled request greedy: the model returns the argmax alone (on CUDA it picks on the
@@ -230,14 +237,17 @@ std::vector<RequestOutput> Engine::step() {
         tokens = model_->forward_greedy(batch, *cache_);
       } else {
         const std::vector<float> logits = model_->forward(batch, *cache_);
+        const double sample_start = now_seconds();
         const auto V = static_cast<std::size_t>(model_->config().vocab_size);
         for (std::size_t i = 0; i < sampling.size(); ++i)
           tokens.push_back(sampling[i]->sampler.sample(std::span(logits).subspan(i * V, V)));
+        last_.sample_seconds = now_seconds() - sample_start;
       }
       const double t2 = now_seconds();
       scheduler_->update_from_output(out, tokens, now(), config_.enable_kv_cache);
       last_.forward_seconds = t2 - t1;
-      last_.schedule_seconds = (t1 - t0) + (now_seconds() - t2);
+      last_.update_seconds = now_seconds() - t2;
+      last_.schedule_seconds = (t1 - t0) + last_.update_seconds;
     }
     for (std::size_t i = 0; i < sampling.size(); ++i)
       outputs.push_back({sampling[i]->request_id, tokens[i], sampling[i]->finish_reason});
@@ -249,6 +259,8 @@ std::vector<RequestOutput> Engine::step() {
   last_.num_sampled = static_cast<int>(outputs.size());
   last_.num_running = static_cast<int>(scheduler_->running().size());
   last_.num_waiting = static_cast<int>(scheduler_->waiting().size());
+  if (observing()) notify_step(out, outputs);
+  ++num_steps_;
   return outputs;
 }
 

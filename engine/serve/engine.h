@@ -40,6 +40,7 @@
 #include "perf/cost_model.h"
 #include "sched/kv_cache_manager.h"
 #include "sched/scheduler.h"
+#include "serve/step_observer.h"
 
 namespace servelab {
 
@@ -83,6 +84,8 @@ struct StepStats {
   Work work;                       ///< the step's FLOPs and bytes, from the closed form (perf/work.h)
   double schedule_seconds = 0;     ///< time in schedule() and update_from_output()
   double forward_seconds = 0;      ///< Model::forward and sampling
+  double sample_seconds = 0;       ///< of forward_seconds, sampling outside the model (0 when it picked greedy tokens)
+  double update_seconds = 0;       ///< update_from_output() (wall; part of schedule_seconds on a real engine)
 };
 
 /// One request's new token from a step.
@@ -204,6 +207,14 @@ class Engine {
   const EngineConfig& config() const { return config_; }
   /// KV blocks in the cache.
   int num_blocks() const { return num_blocks_; }
+  /**
+   * @brief Tells @p observer about every later request and step (serve/step_observer.h) until
+   *        remove_observer(); the engine borrows it. The engine builds step records only
+   *        while one is attached.
+   */
+  void add_observer(StepObserver* observer);
+  /// Stops telling @p observer; harmless when it was not attached.
+  void remove_observer(StepObserver* observer);
 
  private:
   /// Sizes the blocks and makes the scheduler (both constructors).
@@ -217,6 +228,12 @@ class Engine {
                                   std::vector<std::int32_t> stop_token_ids, double arrival);
   /// Request @p request_id, which must be waiting for remote KV; @p what names the caller.
   Request& waiting_for_kv(int request_id, const char* what);
+  /// Builds the record of the step just run from @p out and @p outputs and hands it to every observer.
+  void notify_step(const SchedulerOutput& out, const std::vector<RequestOutput>& outputs);
+  /// True when an attached observer is active(): only then are records built.
+  bool observing() const;
+  /// Tells every observer about @p event.
+  void notify_request(const RequestEvent& event);
 
   Model* model_ = nullptr;             // the model that runs the steps; null when simulated
   std::optional<SimulatedModel> sim_;  // set when simulated
@@ -230,6 +247,9 @@ class Engine {
   std::map<int, std::unique_ptr<Request>> requests_;
   int next_request_id_ = 0;
   StepStats last_;
+  std::vector<StepObserver*> observers_;  // told about every request and step
+  long num_steps_ = 0;                    // steps run, for the records
+  std::map<int, int> computed_seen_;      // request id -> num_computed_tokens after the last step (observed only)
 };
 
 }  // namespace servelab

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Lab 04: paged KV blocks and continuous batching", "lab_04_paged_attention"};
   LabOptions o;
   add_common_options(app, o, "small");
+  add_trace_options(app);  // --trace FILE: every engine run as a Chrome trace (labs/common/trace.h)
   int num_requests = 32, max_num_seqs = 16, max_num_batched_tokens = 2048, block_size = 16;
   std::string prompt_dist = "uniform:16:128", output_dist = "lognormal:48:1:4:512", arrivals = "all", workload_file;
   std::size_t kv_cache_memory = 0;

@@ -102,6 +102,7 @@ struct Flags {
 /// which were given.
 std::map<std::string, CLI::Option*> add_flags(CLI::App& app, LabOptions& o, Flags& f) {
   add_common_options(app, o, "qwen2.5-0.5b");
+  add_trace_options(app);  // --trace FILE: every engine run as a Chrome trace (labs/common/trace.h)
   return {
       {"lengths", app.add_option("--lengths", f.lengths, "prefill lengths L of the main table")->capture_default_str()},
       {"contexts", app.add_option("--contexts", f.contexts, "decode contexts")->capture_default_str()},

@@ -66,6 +66,7 @@ inline LabConfig lab_config(bool chunked, const LabConfig& at, int budget) {
 inline RunLatency simulate_serving(const SimulatedModel& sim, const EngineConfig& config,
                                    const std::vector<WorkloadRequest>& requests, const LatencySLO& slo) {
   Engine engine(sim, config);
+  const TraceScope trace(engine);
   replay(engine, requests);
   return run_latency(engine.requests(), slo);
 }

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Lab 06: chunked prefill, a token budget per step", "lab_06_chunked_prefill"};
   LabOptions o;
   add_common_options(app, o, "small");
+  add_trace_options(app);  // --trace FILE: every engine run as a Chrome trace (labs/common/trace.h)
   Flags f;
   add_flags(app, f);
 

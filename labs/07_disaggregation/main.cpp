@@ -169,6 +169,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Lab 07: disaggregated prefill and decode", "lab_07_disaggregation"};
   LabOptions o;
   add_common_options(app, o, "small");
+  add_trace_options(app);  // --trace FILE: every engine run as a Chrome trace (labs/common/trace.h)
   Flags f{.exe = SERVELAB_EXE};
   add_flags(app, f);
   return run_lab(app, argc, argv, [&] {

@@ -12,6 +12,7 @@
 #include "core/hash.h"
 #include "core/stats.h"
 #include "perf/machine.h"
+#include "trace.h"
 
 namespace servelab::lab {
 
@@ -32,6 +33,7 @@ std::vector<std::vector<std::int32_t>> output_tokens(const std::vector<const Req
 
 ServedRun serve_workload(Engine& engine, const std::vector<WorkloadRequest>& workload, const StepCallback& on_step) {
   ServedRun run;
+  const TraceScope trace(engine);
   replay(engine, workload, {.on_step = [&](Engine& e, const StepStats& s, std::span<const RequestOutput> outputs) {
            run.steps.push_back(s);
            if (on_step) on_step(e, s, outputs);

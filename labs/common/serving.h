@@ -24,6 +24,7 @@
 #include "lab.h"
 #include "perf/cost_model.h"
 #include "perf/hardware.h"
+#include "trace.h"
 #include "serve/engine.h"
 #include "serve/ladder.h"
 #include "serve/replay.h"
