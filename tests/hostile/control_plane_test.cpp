@@ -113,6 +113,12 @@ struct Fleet {
     return *workers.back();
   }
   std::string key() const { return keyed ? kKey : ""; }
+  // One prefill and one decode worker, registered.
+  void start_pair() {
+    worker("prefill", {.role = "prefill"});
+    worker("decode", {.role = "decode"});
+    wait_for_workers(endpoint, 1, 1, kStartTimeout, key());
+  }
 
   Scratch scratch;
   bool keyed;
@@ -180,6 +186,15 @@ bool stop_clean(Fleet& fleet) {
   bool clean = true;
   for (auto& w : fleet.workers) clean = clean && w->wait_for(kExitTimeout) == std::optional<int>(0);
   return clean && fleet.router->wait_for(kExitTimeout) == std::optional<int>(0);
+}
+
+// After an attack: a keyed fleet still serves one honest request whole, then shuts down clean.
+void serves_then_stops_clean(Fleet& fleet) {
+  const std::vector<ClientRequest> one{request(9, 4)};
+  const ClientResult r = run_client(fleet.endpoint, one, kRequestTimeout, kKey)[0];
+  CHECK(r.error.empty());
+  CHECK(r.tokens.size() == 4);
+  CHECK(stop_clean(fleet));
 }
 
 TEST_CASE("the router outlives raw bytes, non-JSON frames, untyped messages and worker replies from a client",
@@ -261,19 +276,13 @@ TEST_CASE("a registration without kv_layout is refused, never relayed: the prefi
   CHECK_THAT(refused["reason"].get<std::string>(), Catch::Contains("kv_layout"));
   fleet.worker("decode", {.role = "decode"});
   wait_for_workers(fleet.endpoint, 1, 1, kStartTimeout, kKey);
-  const std::vector<ClientRequest> one{request(9, 4)};
-  const ClientResult r = run_client(fleet.endpoint, one, kRequestTimeout, kKey)[0];
-  CHECK(r.error.empty());
-  CHECK(r.tokens.size() == 4);
-  CHECK(stop_clean(fleet));
+  serves_then_stops_clean(fleet);
 }
 
 TEST_CASE("forged full, kv_ready, allocated, token and finished for requests being decoded change nothing",
           "[hostile]") {
   Fleet fleet(true);
-  fleet.worker("prefill", {.role = "prefill"});
-  fleet.worker("decode", {.role = "decode"});
-  wait_for_workers(fleet.endpoint, 1, 1, kStartTimeout, kKey);
+  fleet.start_pair();
   const std::vector<ClientRequest> rs{request(5, 24), request(9, 24), request(17, 24)};
   const std::vector<ClientResult> clean = run_client(fleet.endpoint, rs, kRequestTimeout, kKey);
   for (const ClientResult& r : clean) REQUIRE(r.error.empty());
@@ -323,9 +332,7 @@ Message registration(const std::string& role, const Message& transport) {
 
 TEST_CASE("a keyed peer registering a UCX address that UCX cannot unpack is refused with UCX's reason", "[hostile]") {
   Fleet fleet(true);
-  fleet.worker("prefill", {.role = "prefill"});
-  fleet.worker("decode", {.role = "decode"});
-  wait_for_workers(fleet.endpoint, 1, 1, kStartTimeout, kKey);
+  fleet.start_pair();
   // Address version 11 (UCX 1.13 knows 1 and 2): unpacking it ends a process in an assertion (SIGABRT).
   RawPeer rogue(fleet.endpoint);
   rogue.send(registration("decode", {{"address", "0b" + std::string(80, 'f')}, {"regions", Message::array()}}), kKey);
@@ -341,11 +348,7 @@ TEST_CASE("a keyed peer registering a UCX address that UCX cannot unpack is refu
   REQUIRE(status.is_object());
   CHECK(status["workers"]["decode"] == 1);  // the rogue is gone, the honest decode worker serves
   for (auto& w : fleet.workers) CHECK_FALSE(w->wait_for(0).has_value());
-  const std::vector<ClientRequest> one{request(9, 4)};
-  const ClientResult r = run_client(fleet.endpoint, one, kRequestTimeout, kKey)[0];
-  CHECK(r.error.empty());
-  CHECK(r.tokens.size() == 4);
-  CHECK(stop_clean(fleet));
+  serves_then_stops_clean(fleet);
 }
 
 // Once by default; for SERVELAB_STORM_SECONDS when set (the storm label's 60 s), client rounds back to back.
@@ -354,9 +357,7 @@ TEST_CASE("a registered worker's replies about requests it does not own, or that
   const char* env = std::getenv("SERVELAB_STORM_SECONDS");
   const double storm_until = now_seconds() + (env ? std::stod(env) : 0);
   Fleet fleet(true);
-  fleet.worker("prefill", {.role = "prefill"});
-  fleet.worker("decode", {.role = "decode"});
-  wait_for_workers(fleet.endpoint, 1, 1, kStartTimeout, kKey);
+  fleet.start_pair();
   const std::vector<ClientRequest> rs{request(5, 24), request(9, 24), request(17, 24)};
   const std::vector<ClientResult> clean = run_client(fleet.endpoint, rs, kRequestTimeout, kKey);
   for (const ClientResult& r : clean) REQUIRE(r.error.empty());

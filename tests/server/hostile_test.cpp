@@ -333,14 +333,14 @@ struct StormCounts {
 
 }  // namespace
 
-// SERVELAB_STORM_SECONDS long (8 s unless set; the storm label runs it for 60 s): normal streams at
+// SERVELAB_STORM_SECONDS long (7 s unless set; the storm label runs it for 60 s): normal streams at
 // temperature 0 beside clients that trickle headers, hang up mid-stream, send malformed JSON and bodies
 // over --max-body-bytes, against a KV pool small enough to preempt. Then every block is free, every
 // normal reply equals its quiet run's, and the server still answers.
 TEST_CASE("a storm of normal, slow, vanishing and malformed clients leaves every block free and every reply unchanged",
           "[hostile][storm]") {
   const char* env = std::getenv("SERVELAB_STORM_SECONDS");
-  const double seconds = env ? std::stod(env) : 8;
+  const double seconds = env ? std::stod(env) : 7;
   ServerConfig config;
   config.handler_threads = 24;
   config.request_read_timeout_s = 1;
