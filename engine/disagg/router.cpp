@@ -433,12 +433,17 @@ class Router {
         std::find_if(workers_.begin(), workers_.end(), [&](const auto& w) { return w.second.id == id; });
     check(target != workers_.end() && target->first != from, "peer_refused: no other worker ", id, " is registered");
     const std::string identity = target->first, reason = field_string(m, "reason");
+    const std::string& role = target->second.role;
+    const std::string other = role == "prefill" ? "decode" : "prefill";
+    // Only a worker that was handed this peer's transport (one that can take the other role) may refuse it.
+    const std::string& own_role = workers_.at(from).role;
+    check(role == "both" || own_role == other || own_role == "both", "peer_refused: ", describe(from),
+          " is never paired with ", describe(identity));
     refused_.insert({from, identity});
     std::cerr << "servelab router: " << describe(from) << " cannot reach " << describe(identity) << ": " << reason
               << "\n";
-    const std::string& role = target->second.role;
     if (role == "both") return;  // it can serve its requests alone
-    if (!of_role(role == "prefill" ? "decode" : "prefill", identity).empty()) return;
+    if (!of_role(other, identity).empty()) return;
     send_message(socket_, identity,
                  {{"type", "refused"}, {"reason", describe(from) + " cannot use this worker's transport: " + reason}});
     remove_worker(identity, "refused by every worker of the other role");
