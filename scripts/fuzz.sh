@@ -19,7 +19,8 @@ fixtures="$root/tests/fixtures"
 work="$build/fuzz"
 targets=("$@")
 ((${#targets[@]})) || targets=(fuzz_safetensors fuzz_safetensors_index fuzz_config fuzz_tokenizer_json
-                                fuzz_encode_decode fuzz_chat_template fuzz_control fuzz_gguf)
+                                fuzz_encode_decode fuzz_chat_template fuzz_control fuzz_gguf
+                                fuzz_http_request)
 
 for t in "${targets[@]}"; do
   [ -x "$build/tests/fuzz/$t" ] || { echo "fuzz.sh: $build/tests/fuzz/$t is missing (build the asan preset)" >&2; exit 1; }
@@ -95,6 +96,19 @@ frames = [
 ]
 for i, f in enumerate(frames):
     open(f"{corpus}/fuzz_control/frame-{i}", "w").write(json.dumps(f))
+# Request bodies of both endpoints, as clients send them (the target tries each at both).
+os.makedirs(f"{corpus}/fuzz_http_request", exist_ok=True)
+bodies = [
+    {"model": "tiny-chat", "prompt": "The KV cache", "max_tokens": 8, "temperature": 0, "stream": True,
+     "stream_options": {"include_usage": True}, "stop": ["\n", "cache"]},
+    {"prompt": [1, 2, 3], "max_tokens": 4, "top_p": 0.9, "top_k": 5, "seed": 7, "ignore_eos": True, "n": 1},
+    {"messages": [{"role": "system", "content": "Be brief."},
+                  {"role": "user", "content": [{"type": "text", "text": "\uce90\uc2dc\ub780?"}]}],
+     "max_completion_tokens": 16},
+    {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 300},
+]
+for i, b in enumerate(bodies):
+    open(f"{corpus}/fuzz_http_request/body-{i}", "w").write(json.dumps(b))
 EOF
 
 mkdir -p "$work/crashes" "$work/logs"

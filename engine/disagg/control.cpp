@@ -86,6 +86,7 @@ const std::array kSchemas{
     Schema{"token", kWorker, {{"req", Kind::REQ}, {"token", Kind::ID}}},
     Schema{"finished", kWorker, {{"req", Kind::REQ}, kAccounting}},
     Schema{"failed", kWorker, {{"req", Kind::REQ}, {"reason", Kind::STRING}}},
+    Schema{"peer_refused", kWorker, {{"worker_id", Kind::ID}, {"reason", Kind::STRING}}},
     // The router's, to a worker.
     Schema{"heartbeat", kRouter, {}},
     Schema{"registered",

@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <zmq.hpp>
 
@@ -170,9 +171,16 @@ class Router {
       return;
     }
     workers_.at(from).last_seen = now_seconds();
+    if (type == "peer_refused") return peer_refused(from, m);
     const std::int64_t req = field_int(m, "req", 0, std::numeric_limits<std::int64_t>::max());
     const auto it = requests_.find(req);
-    if (it == requests_.end()) return;  // finished or failed already (a late message)
+    if (it == requests_.end()) {
+      // A late word from one of its own workers (it failed or finished meanwhile) is no fault; any other is.
+      const auto gone = ended_.find(req);
+      check(gone != ended_.end() && (from == gone->second.first || from == gone->second.second), "'", type,
+            "' for request ", req, " refused: ", req >= next_req_ ? "no such request" : "not this worker's request");
+      return;
+    }
     RoutedRequest& r = it->second;
     // A worker speaks only of the requests given to it, and only in the stage its reply is due.
     const auto due = [&](bool ok, const char* rule) {
@@ -195,8 +203,9 @@ class Router {
         return;
       }
       // A worker of both roles prefills its own requests: the prompt runs where its KV will live.
-      r.prefill = workers_.at(r.decode).role == "both" ? r.decode : pick("prefill");
-      if (r.prefill.empty()) return fail_request(req, "no prefill worker is registered");
+      r.prefill = workers_.at(r.decode).role == "both" ? r.decode : pick("prefill", r.decode);
+      if (r.prefill.empty())
+        return fail_request(req, "no prefill worker is registered that can reach " + describe(r.decode));
       r.stage = Stage::PREFILLING;
       r.accounting["prefill_worker"] = workers_.at(r.prefill).id;
       r.accounting["decode_worker"] = workers_.at(r.decode).id;
@@ -229,6 +238,7 @@ class Router {
       due(from == r.decode && r.stage == Stage::DECODING, "only its decode worker finishes it");
       r.accounting.update(m.value("accounting", Message::object()));
       send_message(socket_, r.client, {{"type", "finished"}, {"req", r.client_req}, {"accounting", r.accounting}});
+      remember_ended(req, r);
       requests_.erase(it);
     }
   }
@@ -368,17 +378,20 @@ class Router {
           req, "no word from its workers within --request-timeout " + std::to_string(config_.request_timeout) + " s");
   }
 
-  // Identities of the workers that can take @p role: those of that role and those of both.
-  std::vector<std::string> of_role(const std::string& role) const {
+  // Identities of the workers that can take @p role: those of that role and those of both; with a
+  // @p partner, only those whose transport and the partner's have not refused each other.
+  std::vector<std::string> of_role(const std::string& role, const std::string& partner = "") const {
     std::vector<std::string> out;
     for (const auto& [identity, w] : workers_)
-      if (w.role == role || w.role == "both") out.push_back(identity);
+      if ((w.role == role || w.role == "both") &&
+          (partner.empty() || (!refused_.count({identity, partner}) && !refused_.count({partner, identity}))))
+        out.push_back(identity);
     return out;
   }
 
-  // Round robin over of_role(@p role); one turn per role.
-  std::string pick(const std::string& role) {
-    const std::vector<std::string> able = of_role(role);
+  // Round robin over of_role(@p role, @p partner); one turn per role.
+  std::string pick(const std::string& role, const std::string& partner = "") {
+    const std::vector<std::string> able = of_role(role, partner);
     if (able.empty()) return "";
     return able[next_of_role_[role]++ % able.size()];
   }
@@ -400,7 +413,40 @@ class Router {
     for (const std::string& w : {it->second.prefill, it->second.decode})
       if (!w.empty() && workers_.count(w)) send_message(socket_, w, {{"type", "abort"}, {"req", req}});
     send_message(socket_, it->second.client, {{"type", "failed"}, {"req", it->second.client_req}, {"reason", reason}});
+    remember_ended(req, it->second);
     requests_.erase(it);
+  }
+
+  // Keeps who served request @p req for a while after it ends, so that their late words are told from forgeries.
+  void remember_ended(std::int64_t req, const RoutedRequest& r) {
+    ended_[req] = {r.prefill, r.decode};
+    if (ended_.size() > kEndedKept) ended_.erase(ended_.begin());
+  }
+
+  // Worker @p from could not use the transport address or keys of the worker m["worker_id"] names (a
+  // registration UCX cannot unpack): the two are never paired, and a worker that every worker of the other
+  // role has refused is refused itself, as at registration, with the reason. A worker's word thus changes
+  // only its own pairings, unless no other partner is left.
+  void peer_refused(const std::string& from, const Message& m) {
+    const std::int64_t id = field_int(m, "worker_id", 0, std::numeric_limits<std::int32_t>::max());
+    const auto target =
+        std::find_if(workers_.begin(), workers_.end(), [&](const auto& w) { return w.second.id == id; });
+    check(target != workers_.end() && target->first != from, "peer_refused: no other worker ", id, " is registered");
+    const std::string identity = target->first, reason = field_string(m, "reason");
+    const std::string& role = target->second.role;
+    const std::string other = role == "prefill" ? "decode" : "prefill";
+    // Only a worker that was handed this peer's transport (one that can take the other role) may refuse it.
+    const std::string& own_role = workers_.at(from).role;
+    check(role == "both" || own_role == other || own_role == "both", "peer_refused: ", describe(from),
+          " is never paired with ", describe(identity));
+    refused_.insert({from, identity});
+    std::cerr << "servelab router: " << describe(from) << " cannot reach " << describe(identity) << ": " << reason
+              << "\n";
+    if (role == "both") return;  // it can serve its requests alone
+    if (!of_role(other, identity).empty()) return;
+    send_message(socket_, identity,
+                 {{"type", "refused"}, {"reason", describe(from) + " cannot use this worker's transport: " + reason}});
+    remove_worker(identity, "refused by every worker of the other role");
   }
 
   void evict_silent(double now) {
@@ -410,17 +456,22 @@ class Router {
         continue;
       }
       const std::string identity = it->first;
-      const Worker gone = it->second;
-      it = workers_.erase(it);
-      std::cerr << "servelab router: " << gone.role << " worker " << gone.id << " silent for " << config_.worker_timeout
-                << " s, evicted\n";
-      std::vector<std::int64_t> failed;
-      for (const auto& [req, r] : requests_)
-        if (r.prefill == identity || r.decode == identity) failed.push_back(req);
-      for (std::int64_t req : failed)
-        fail_request(req, gone.role + " worker " + std::to_string(gone.id) + " stopped responding");
-      for (auto& [other, w] : workers_) send_message(socket_, other, {{"type", "peer_gone"}, {"worker_id", gone.id}});
+      ++it;
+      remove_worker(identity, "stopped responding (silent for longer than --worker-timeout)");
     }
+  }
+
+  // Evicts worker @p identity for @p why: its requests fail and the others forget its transport.
+  void remove_worker(const std::string& identity, const std::string& why) {
+    const Worker gone = workers_.at(identity);
+    workers_.erase(identity);
+    std::cerr << "servelab router: " << gone.role << " worker " << gone.id << " " << why << ", evicted\n";
+    std::vector<std::int64_t> failed;
+    for (const auto& [req, r] : requests_)
+      if (r.prefill == identity || r.decode == identity) failed.push_back(req);
+    for (std::int64_t req : failed) fail_request(req, gone.role + " worker " + std::to_string(gone.id) + " " + why);
+    std::erase_if(refused_, [&](const auto& pair) { return pair.first == identity || pair.second == identity; });
+    for (auto& [other, w] : workers_) send_message(socket_, other, {{"type", "peer_gone"}, {"worker_id", gone.id}});
   }
 
   RouterConfig config_;
@@ -429,6 +480,9 @@ class Router {
   std::string endpoint_;
   std::map<std::string, Worker> workers_;  // by ZeroMQ identity
   std::map<std::int64_t, RoutedRequest> requests_;
+  static constexpr std::size_t kEndedKept = 4096;                      // ended requests remembered
+  std::map<std::int64_t, std::pair<std::string, std::string>> ended_;  // request -> its (prefill, decode) workers
+  std::set<std::pair<std::string, std::string>> refused_;  // (worker, peer whose transport it could not use)
   std::deque<std::int64_t> pending_;  // waiting for decode blocks, oldest first
   int next_worker_ = 0;
   std::int64_t next_req_ = 0;

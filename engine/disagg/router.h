@@ -28,8 +28,14 @@
  * reply is taken only from the worker the request was given to, in the stage
  * where that reply is due (an `allocated` or `full` only from its decode
  * worker while it allocates, a `kv_ready` only from its prefill worker while
- * it prefills). Anything else is dropped and counted (malformed_messages, in
- * the status answer and the exit line); a client also hears why. With a
+ * it prefills). A reply about a request that has ended is taken (and
+ * ignored) only from a worker that served it, and one about a request that
+ * never was from no one. Anything else is dropped and counted
+ * (malformed_messages, in the status answer and the exit line); a client
+ * also hears why. A worker that cannot use a peer's transport address or keys
+ * (UCX refuses to unpack them: ucx_transport.h) says so (`peer_refused`): the
+ * two are never paired, and a worker that every worker of the other role
+ * has refused is itself refused, with the reason, and evicted. With a
  * cluster key (--cluster-key-file) every message must carry it as "key", so
  * a peer without it can neither register, shut the router down nor submit;
  * without one the router trusts its network, as before, and says so. A

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "disagg/ucx_transport.h"
 
+#include <sys/wait.h>
 #include <ucp/api/ucp.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <string>
 
@@ -223,43 +228,142 @@ TransportInfo UcxTransport::local_info() {
   return info;
 }
 
-int UcxTransport::add_peer(const TransportInfo& info) {
-  const std::vector<std::byte> address = from_hex(info.address, "peer transport address");
-  check(!address.empty(), "peer transport address is empty");
-  const int id = s_->next_peer++;
-  State::Peer& p = s_->peers[id];
+namespace {
+
+// The endpoint parameters for a peer at @p address, with UCX's peer error handling where the transports
+// have it (see shared_memory_only); @p error_arg receives the error callback's status.
+ucp_ep_params_t endpoint_params(const std::vector<std::byte>& address, ucs_status_t* error_arg) {
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
   params.address = reinterpret_cast<const ucp_address_t*>(address.data());
-  // Peer error handling: a dead peer fails its operations instead of aborting this process.
-  // Shared-memory-only runs cannot have it (see shared_memory_only); there only the timeouts
-  // guard the waits.
   if (!shared_memory_only(std::getenv("UCX_TLS"))) {
     params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
     params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    params.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t status) {
-      static_cast<State::Peer*>(arg)->error = status;
-    };
-    params.err_handler.arg = &p;
+    params.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t status) { *static_cast<ucs_status_t*>(arg) = status; };
+    params.err_handler.arg = error_arg;
   }
-  ucs_status_t status = ucp_ep_create(s_->worker, &params, &p.ep);
+  return params;
+}
+
+// ucp_ep_create(), and once more without peer error handling when transports the list in
+// shared_memory_only() does not know refuse it.
+ucs_status_t create_endpoint(ucp_worker_h worker, ucp_ep_params_t& params, ucp_ep_h* ep) {
+  ucs_status_t status = ucp_ep_create(worker, &params, ep);
   if (status == UCS_ERR_UNREACHABLE && (params.field_mask & UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE) != 0) {
-    // Transports the list above does not know refused it too: the same endpoint without it.
     params.field_mask &=
         ~static_cast<std::uint64_t>(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
-    status = ucp_ep_create(s_->worker, &params, &p.ep);
+    status = ucp_ep_create(worker, &params, ep);
   }
-  if (status != UCS_OK) {
+  return status;
+}
+
+// The line of @p text that says why UCX gave up: its first line, less the "[host:pid:thread:tid]" prefix.
+std::string first_reason(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.starts_with('[') && line.find(']') != std::string::npos) line.erase(0, line.find(']') + 1);
+  line.erase(0, std::min(line.find_first_not_of(' '), line.size()));
+  return line.substr(0, 300);
+}
+
+// UCX 1.13 trusts the bytes of a worker address and of a remote key as it unpacks them (it is
+// given no length): garbage ends the process in one of its assertions (SIGABRT) or reads past
+// the buffer. So a peer's address and keys are first unpacked in a forked child, whose death costs
+// nothing. The child makes a UCX context of its own with the loopback transport only (self): it
+// unpacks the whole address, then finds no transport to reach it (UNREACHABLE, which is a pass), so
+// it never connects to the peer; the keys are unpacked on an endpoint to itself. Returns "" when
+// both unpack, else why not: UCX's own line and how the child ended.
+std::string try_in_child(const std::vector<std::byte>& address, const std::vector<std::vector<std::byte>>& keys) {
+  int out[2];
+  check(::pipe(out) == 0, "peer transport address: cannot check it (pipe: ", std::strerror(errno), ")");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], STDERR_FILENO);
+    ::dup2(out[1], STDOUT_FILENO);
+    ::close(out[0]);
+    ::alarm(10);  // a child stuck on a lock some other thread of the parent held at the fork
+    const char* what = "ucp_init (loopback only)";
+    ucp_config_t* config = nullptr;
+    ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
+    if (status == UCS_OK) status = ucp_config_modify(config, "TLS", "self");
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA;
+    ucp_context_h context = nullptr;
+    ucp_worker_h worker = nullptr;
+    if (status == UCS_OK) status = ucp_init(&params, config, &context);
+    ucp_worker_params_t worker_params{};
+    if (status == UCS_OK) status = ucp_worker_create(context, &worker_params, &worker);
+    ucp_ep_h ep = nullptr;
+    ucp_ep_params_t ep_params{};
+    ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    ep_params.address = reinterpret_cast<const ucp_address_t*>(address.data());
+    if (status == UCS_OK) {
+      what = "ucp_ep_create (peer address)";
+      status = ucp_ep_create(worker, &ep_params, &ep);
+      if (status == UCS_ERR_UNREACHABLE) status = UCS_OK;  // unpacked whole; only self is here to reach it by
+    }
+    ucp_address_t* own = nullptr;
+    std::size_t own_length = 0;
+    if (status == UCS_OK && !keys.empty()) status = ucp_worker_get_address(worker, &own, &own_length);
+    if (status == UCS_OK && !keys.empty()) {
+      ep_params.address = own;
+      status = ucp_ep_create(worker, &ep_params, &ep);
+    }
+    for (std::size_t i = 0; i < keys.size() && status == UCS_OK; ++i) {
+      ucp_rkey_h rkey = nullptr;
+      what = "ucp_ep_rkey_unpack (peer remote key)";
+      status = ucp_ep_rkey_unpack(ep, keys[i].data(), &rkey);
+    }
+    if (status != UCS_OK) {
+      const std::string line = std::string("UCX ") + what + ": " + ucs_status_string(status) + "\n";
+      (void)!::write(STDERR_FILENO, line.data(), line.size());
+    }
+    ::_exit(status == UCS_OK ? 0 : 1);  // no cleanup: everything UCX made dies with the child
+  }
+  ::close(out[1]);
+  if (pid < 0) {
+    ::close(out[0]);
+    fail("peer transport address: cannot check it (fork: ", std::strerror(errno), ")");
+  }
+  std::string said;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    if (said.size() < 65536) said.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(out[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  const std::string how = WIFSIGNALED(status) ? std::string("killed by ") + ::strsignal(WTERMSIG(status))
+                                              : "exit status " + std::to_string(WEXITSTATUS(status));
+  return first_reason(said) + " (tried in a child process: " + how + ")";
+}
+
+}  // namespace
+
+int UcxTransport::add_peer(const TransportInfo& info) {
+  const std::vector<std::byte> address = from_hex(info.address, "peer transport address");
+  check(!address.empty(), "peer transport address is empty");
+  std::vector<std::vector<std::byte>> keys;
+  for (const RemoteRegion& r : info.regions) keys.push_back(from_hex(r.rkey, "peer remote key"));
+  if (const std::string why = try_in_child(address, keys); !why.empty())
+    fail("peer transport address or remote key refused: ", why);
+  const int id = s_->next_peer++;
+  State::Peer& p = s_->peers[id];
+  ucp_ep_params_t params = endpoint_params(address, &p.error);
+  if (const ucs_status_t status = create_endpoint(s_->worker, params, &p.ep); status != UCS_OK) {
     s_->peers.erase(id);
     ucs_check(status, "ucp_ep_create (peer address)");
   }
   try {
-    for (const RemoteRegion& r : info.regions) {
-      const std::vector<std::byte> key = from_hex(r.rkey, "peer remote key");
+    for (std::size_t i = 0; i < keys.size(); ++i) {
       ucp_rkey_h rkey = nullptr;
-      ucs_check(ucp_ep_rkey_unpack(p.ep, key.data(), &rkey), "ucp_ep_rkey_unpack (peer remote key)");
+      ucs_check(ucp_ep_rkey_unpack(p.ep, keys[i].data(), &rkey), "ucp_ep_rkey_unpack (peer remote key)");
       p.rkeys.push_back(rkey);
-      p.regions.push_back(r);
+      p.regions.push_back(info.regions[i]);
     }
   } catch (...) {
     remove_peer(id);

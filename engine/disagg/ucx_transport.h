@@ -15,6 +15,12 @@
  * sm transports have no peer failure detection and would refuse the endpoint
  * with an ERROR line; there the transfer timeouts alone guard the waits.
  *
+ * A peer's address and remote keys come from another process, and UCX 1.13
+ * unpacks them trusting their bytes (an unknown address version is an
+ * assertion, SIGABRT): add_peer() first unpacks them in a forked child with a
+ * loopback-only UCX context, so garbage costs that child, and the Error names
+ * UCX's own line; only then does this process connect.
+ *
  * One thread at a time (UCS_THREAD_MODE_SERIALIZED): any thread may call,
  * never two at once (a LayerStreamer's thread sends while the worker's main
  * thread computes and leaves the transport alone). Progress happens only

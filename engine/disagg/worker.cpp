@@ -231,7 +231,15 @@ class Worker {
     const KVLayout layout = kv_layout_from_json(m["kv_layout"]);
     check(layout.compatible(context_.layout), "peer worker ", id,
           ": its KV layout is not this worker's (block size, layers or kv_dim)");
-    context_.peers[id] = {transport_.add_peer(transport_info_from_json(m["transport"])), layout};
+    int handle = 0;
+    try {
+      handle = transport_.add_peer(transport_info_from_json(m["transport"]));
+    } catch (const Error& e) {
+      // The router hears it, so that it neither pairs the two nor keeps a worker that no partner can reach.
+      context_.send({{"type", "peer_refused"}, {"worker_id", id}, {"reason", e.what()}});
+      throw;
+    }
+    context_.peers[id] = {handle, layout};
   }
 
   WorkerConfig c_;

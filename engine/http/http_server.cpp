@@ -328,6 +328,61 @@ class GuardedServer : public httplib::Server {
 
 }  // namespace
 
+namespace {
+
+std::vector<std::int32_t> tokenize(const CompletionRequest& r, const ServedModel& model) {
+  if (r.endpoint == Endpoint::chat_completions) {
+    if (!model.chat_template)
+      throw ApiError(400,
+                     "model '" + model.name +
+                         "' has no chat template (a --preset has no tokenizer); use "
+                         "/v1/completions with token ids",
+                     "messages");
+    try {
+      // As transformers' apply_chat_template: the template writes the special tokens itself.
+      return model.tokenizer->encode(model.chat_template->render(r.messages, true), false);
+    } catch (const Error& e) {
+      throw ApiError(400, e.what(), "messages");
+    }
+  }
+  if (!r.prompt_text) return r.prompt_ids;
+  if (!model.tokenizer)
+    throw ApiError(400, "model '" + model.name + "' has no tokenizer (a --preset); send 'prompt' as token ids",
+                   "prompt");
+  std::vector<std::int32_t> ids = model.tokenizer->encode(*r.prompt_text, true);
+  if (ids.empty()) throw ApiError(400, "'prompt' is empty", "prompt");
+  return ids;
+}
+
+}  // namespace
+
+CheckedRequest check_request(const std::string& body, Endpoint endpoint, const ServedModel& model) {
+  CheckedRequest checked{parse_completion_request(body, endpoint, model.vocab_size), {}};
+  const CompletionRequest& r = checked.request;
+  if (!r.model.empty() && r.model != model.name)
+    throw ApiError(404, "The model `" + r.model + "` does not exist.", "model");
+  if (!r.stop.empty() && !model.tokenizer)
+    throw ApiError(400, "'stop' needs a tokenizer, and model '" + model.name + "' has none", "stop");
+  EngineRequest& er = checked.engine;
+  er.prompt = tokenize(r, model);
+  const long prompt_len = static_cast<long>(er.prompt.size());
+  const long max_tokens = r.max_tokens ? *r.max_tokens : model.max_model_len - prompt_len;
+  // vLLM's wording, so clients that parse it keep working.
+  if (prompt_len + max_tokens > model.max_model_len || max_tokens < 1)
+    throw ApiError(400,
+                   "This model's maximum context length is " + std::to_string(model.max_model_len) +
+                       " tokens. However, you requested " + std::to_string(prompt_len + std::max(1L, max_tokens)) +
+                       " tokens (" + std::to_string(prompt_len) + " in the " +
+                       (endpoint == Endpoint::chat_completions ? "messages" : "prompt") + ", " +
+                       std::to_string(std::max(1L, max_tokens)) +
+                       " in the completion). Please reduce the length of the prompt or completion.",
+                   r.max_tokens ? "max_tokens" : "prompt");
+  er.max_tokens = static_cast<int>(max_tokens);
+  er.sampling = r.sampling;
+  if (!r.ignore_eos) er.stop_token_ids = model.stop_token_ids;
+  return checked;
+}
+
 struct OpenAIServer::Impl {
   EngineLoop& loop;
   ServedModel model;
@@ -344,54 +399,17 @@ struct OpenAIServer::Impl {
                                            std::to_string(config.handler_threads) + ", --max-connections); retry later")
                          .dump()) {}
 
-  std::vector<std::int32_t> tokenize(const CompletionRequest& r) const {
-    if (r.endpoint == Endpoint::chat_completions) {
-      if (!model.chat_template)
-        throw ApiError(400,
-                       "model '" + model.name +
-                           "' has no chat template (a --preset has no tokenizer); use "
-                           "/v1/completions with token ids",
-                       "messages");
-      try {
-        // As transformers' apply_chat_template: the template writes the special tokens itself.
-        return model.tokenizer->encode(model.chat_template->render(r.messages, true), false);
-      } catch (const Error& e) {
-        throw ApiError(400, e.what(), "messages");
-      }
-    }
-    if (!r.prompt_text) return r.prompt_ids;
-    if (!model.tokenizer)
-      throw ApiError(400, "model '" + model.name + "' has no tokenizer (a --preset); send 'prompt' as token ids",
-                     "prompt");
-    std::vector<std::int32_t> ids = model.tokenizer->encode(*r.prompt_text, true);
-    if (ids.empty()) throw ApiError(400, "'prompt' is empty", "prompt");
-    return ids;
+  std::string body_too_large() const {
+    return "request body is larger than " + std::to_string(config.max_body_bytes) + " bytes (--max-body-bytes)";
   }
 
   void completion(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
-    const CompletionRequest r = parse_completion_request(req.body, endpoint, model.vocab_size);
-    if (!r.model.empty() && r.model != model.name)
-      throw ApiError(404, "The model `" + r.model + "` does not exist.", "model");
-    if (!r.stop.empty() && !model.tokenizer)
-      throw ApiError(400, "'stop' needs a tokenizer, and model '" + model.name + "' has none", "stop");
-    EngineRequest er;
-    er.prompt = tokenize(r);
-    const long prompt_len = static_cast<long>(er.prompt.size());
-    const long max_tokens = r.max_tokens ? *r.max_tokens : model.max_model_len - prompt_len;
-    // vLLM's wording, so clients that parse it keep working.
-    if (prompt_len + max_tokens > model.max_model_len || max_tokens < 1)
-      throw ApiError(400,
-                     "This model's maximum context length is " + std::to_string(model.max_model_len) +
-                         " tokens. However, you requested " + std::to_string(prompt_len + std::max(1L, max_tokens)) +
-                         " tokens (" + std::to_string(prompt_len) + " in the " +
-                         (endpoint == Endpoint::chat_completions ? "messages" : "prompt") + ", " +
-                         std::to_string(std::max(1L, max_tokens)) +
-                         " in the completion). Please reduce the length of the prompt or completion.",
-                     r.max_tokens ? "max_tokens" : "prompt");
-    er.max_tokens = static_cast<int>(max_tokens);
-    er.sampling = r.sampling;
-    if (!r.ignore_eos) er.stop_token_ids = model.stop_token_ids;
-
+    // A chunked body's framing has an allowance of its own on the wire (begin_body()): its bytes are held here.
+    if (req.body.size() > config.max_body_bytes) throw ApiError(413, body_too_large());
+    CheckedRequest checked = check_request(req.body, endpoint, model);
+    const CompletionRequest& r = checked.request;
+    const long prompt_len = static_cast<long>(checked.engine.prompt.size());
+    EngineRequest er = std::move(checked.engine);
     const bool chat = endpoint == Endpoint::chat_completions;
     ResponseHeader header{
         endpoint, (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++),
@@ -483,8 +501,7 @@ struct OpenAIServer::Impl {
           res.status == 413 && form
               ? "a Content-Type: application/x-www-form-urlencoded body is limited to 8192 bytes; send the JSON "
                 "with Content-Type: application/json (curl -H 'Content-Type: application/json')"
-          : res.status == 413
-              ? "request body is larger than " + std::to_string(config.max_body_bytes) + " bytes (--max-body-bytes)"
+          : res.status == 413 ? body_too_large()
           : res.status == 404 ? "no route " + req.method + " " + req.path
                               : std::string("HTTP error ") + std::to_string(res.status);
       send_error(res, res.status, message);

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "http/engine_loop.h"
+#include "http/openai_protocol.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -60,6 +61,20 @@ struct ServedModel {
   std::optional<ChatTemplate> chat_template;  ///< /v1/chat/completions needs one
   std::vector<std::int32_t> stop_token_ids;   ///< end-of-sequence ids (ignored with ignore_eos)
 };
+
+/// A request body that passed every check the server makes before the engine sees it.
+struct CheckedRequest {
+  CompletionRequest request;  ///< the body's fields (stop strings, stream, usage) as parsed
+  EngineRequest engine;       ///< tokenized: the prompt, max_tokens (defaulted to the rest of the context), sampling
+};
+
+/**
+ * @brief Everything a completion or chat completion request goes through before it is submitted:
+ *        parse_completion_request(), the model name, the chat template, tokenization and the context length.
+ * @throws ApiError naming the field (400, or 404 for another model's name); its message may hold
+ *         bytes of the body (the server escapes them, error_object()).
+ */
+CheckedRequest check_request(const std::string& body, Endpoint endpoint, const ServedModel& model);
 
 /// The HTTP server. Serves until stop(); the engine loop and the tokenizer must outlive it.
 class OpenAIServer {

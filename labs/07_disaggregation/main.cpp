@@ -18,7 +18,12 @@
  * the claims each checked on these numbers, and the verdict.
  * @see labs/07_disaggregation/README.md
  */
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iomanip>
 #include <sstream>
 #include <string>
@@ -163,6 +168,17 @@ void check_sim_names(const Flags& f) {
   }
 }
 
+// Refuses a --servelab that is not an executable file before anything runs: the router and workers it
+// should start would otherwise fail unseen, and the lab would give up waiting for an endpoint file.
+void check_servelab(const Flags& f) {
+  struct stat st {};
+  if (::stat(f.exe.c_str(), &st) != 0)
+    fail("--servelab ", f.exe, ": ", std::strerror(errno), "; expected the servelab executable (built as ",
+         SERVELAB_EXE, ")");
+  check(S_ISREG(st.st_mode) && ::access(f.exe.c_str(), X_OK) == 0, "--servelab ", f.exe,
+        ": not an executable file; expected the servelab executable (built as ", SERVELAB_EXE, ")");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -182,6 +198,7 @@ int main(int argc, char** argv) {
       if (app.count("--serving-repeats") == 0) f.serving_repeats = 1;
     }
     check_sim_names(f);
+    check_servelab(f);
     const Link& gpu_link = find_link(f.sim_link, "--sim-link");
     auto model = load_model(o, false);
     const ModelConfig& c = model->config();

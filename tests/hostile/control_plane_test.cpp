@@ -11,7 +11,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -20,10 +22,13 @@
 #include <thread>
 #include <vector>
 
+#include "config/model_config.h"
 #include "core/timer.h"
 #include "disagg/client.h"
 #include "disagg/control.h"
 #include "disagg/process.h"
+#include "disagg/ucx_transport.h"
+#include "disagg/worker.h"
 
 namespace servelab::disagg {
 namespace {
@@ -108,6 +113,12 @@ struct Fleet {
     return *workers.back();
   }
   std::string key() const { return keyed ? kKey : ""; }
+  // One prefill and one decode worker, registered.
+  void start_pair() {
+    worker("prefill", {.role = "prefill"});
+    worker("decode", {.role = "decode"});
+    wait_for_workers(endpoint, 1, 1, kStartTimeout, key());
+  }
 
   Scratch scratch;
   bool keyed;
@@ -175,6 +186,15 @@ bool stop_clean(Fleet& fleet) {
   bool clean = true;
   for (auto& w : fleet.workers) clean = clean && w->wait_for(kExitTimeout) == std::optional<int>(0);
   return clean && fleet.router->wait_for(kExitTimeout) == std::optional<int>(0);
+}
+
+// After an attack: a keyed fleet still serves one honest request whole, then shuts down clean.
+void serves_then_stops_clean(Fleet& fleet) {
+  const std::vector<ClientRequest> one{request(9, 4)};
+  const ClientResult r = run_client(fleet.endpoint, one, kRequestTimeout, kKey)[0];
+  CHECK(r.error.empty());
+  CHECK(r.tokens.size() == 4);
+  CHECK(stop_clean(fleet));
 }
 
 TEST_CASE("the router outlives raw bytes, non-JSON frames, untyped messages and worker replies from a client",
@@ -256,19 +276,13 @@ TEST_CASE("a registration without kv_layout is refused, never relayed: the prefi
   CHECK_THAT(refused["reason"].get<std::string>(), Catch::Contains("kv_layout"));
   fleet.worker("decode", {.role = "decode"});
   wait_for_workers(fleet.endpoint, 1, 1, kStartTimeout, kKey);
-  const std::vector<ClientRequest> one{request(9, 4)};
-  const ClientResult r = run_client(fleet.endpoint, one, kRequestTimeout, kKey)[0];
-  CHECK(r.error.empty());
-  CHECK(r.tokens.size() == 4);
-  CHECK(stop_clean(fleet));
+  serves_then_stops_clean(fleet);
 }
 
 TEST_CASE("forged full, kv_ready, allocated, token and finished for requests being decoded change nothing",
           "[hostile]") {
   Fleet fleet(true);
-  fleet.worker("prefill", {.role = "prefill"});
-  fleet.worker("decode", {.role = "decode"});
-  wait_for_workers(fleet.endpoint, 1, 1, kStartTimeout, kKey);
+  fleet.start_pair();
   const std::vector<ClientRequest> rs{request(5, 24), request(9, 24), request(17, 24)};
   const std::vector<ClientResult> clean = run_client(fleet.endpoint, rs, kRequestTimeout, kKey);
   for (const ClientResult& r : clean) REQUIRE(r.error.empty());
@@ -296,6 +310,127 @@ TEST_CASE("forged full, kv_ready, allocated, token and finished for requests bei
   }
   RawPeer peer(fleet.endpoint);
   CHECK(malformed(peer, kKey) >= 25);
+  CHECK(stop_clean(fleet));  // both workers exit 0: no block was taken for a forged message
+}
+
+// A registration as a Fleet's workers send it (the tiny preset, 4-token blocks, f32 over UCX's tcp),
+// for role @p role with @p transport, keyed: only the transport can be wrong in it.
+Message registration(const std::string& role, const Message& transport) {
+  const ModelConfig tiny = preset("tiny");
+  return {{"type", "register"},
+          {"role", role},
+          {"transport", transport},
+          {"kv_layout",
+           {{"num_layers", tiny.num_hidden_layers},
+            {"num_blocks", 64},
+            {"block_size", 4},
+            {"kv_dim", tiny.num_key_value_heads * tiny.head_dim},
+            {"dtype_bytes", 4}}},
+          {"model_hash", model_hash(cli::ModelFlags{})},
+          {"ucx_tls", "tcp"}};
+}
+
+TEST_CASE("a keyed peer registering a UCX address that UCX cannot unpack is refused with UCX's reason", "[hostile]") {
+  Fleet fleet(true);
+  fleet.start_pair();
+  // Address version 11 (UCX 1.13 knows 1 and 2): unpacking it ends a process in an assertion (SIGABRT).
+  RawPeer rogue(fleet.endpoint);
+  rogue.send(registration("decode", {{"address", "0b" + std::string(80, 'f')}, {"regions", Message::array()}}), kKey);
+  REQUIRE(rogue.expect("registered").is_object());  // the router cannot judge a UCX address; the prefill worker can
+  const Message refused = rogue.expect("refused");
+  INFO("prefill log: " << fleet.scratch.text("prefill.log") << "\nrouter log: " << fleet.scratch.text("router.log"));
+  REQUIRE(refused.is_object());
+  CHECK_THAT(refused["reason"].get<std::string>(),
+             Catch::Contains("prefill worker") && Catch::Contains("transport") && Catch::Contains("child process"));
+  CHECK_THAT(fleet.scratch.text("prefill.log"), Catch::Contains("Assertion") || Catch::Contains("UCX"));
+  RawPeer peer(fleet.endpoint);
+  const Message status = peer.status(kKey);
+  REQUIRE(status.is_object());
+  CHECK(status["workers"]["decode"] == 1);  // the rogue is gone, the honest decode worker serves
+  for (auto& w : fleet.workers) CHECK_FALSE(w->wait_for(0).has_value());
+  serves_then_stops_clean(fleet);
+}
+
+// Once by default; for SERVELAB_STORM_SECONDS when set (the storm label's 60 s), client rounds back to back.
+TEST_CASE("a registered worker's replies about requests it does not own, or that do not exist, change nothing",
+          "[hostile][storm]") {
+  const char* env = std::getenv("SERVELAB_STORM_SECONDS");
+  const double storm_until = now_seconds() + (env ? std::stod(env) : 0);
+  Fleet fleet(true);
+  fleet.start_pair();
+  const std::vector<ClientRequest> rs{request(5, 24), request(9, 24), request(17, 24)};
+  const std::vector<ClientResult> clean = run_client(fleet.endpoint, rs, kRequestTimeout, kKey);
+  for (const ClientResult& r : clean) REQUIRE(r.error.empty());
+
+  // The forger is a worker in good standing: keyed, a real UCX address (the prefill worker connects to it), and
+  // heartbeats. As a decode worker it is handed allocs, which it answers as a full worker does.
+  ::setenv("UCX_TLS", "tcp", 1);
+  ::setenv("UCX_NET_DEVICES", "lo", 1);
+  UcxTransport transport;
+  RawPeer forger(fleet.endpoint);
+  forger.send(registration("decode", to_json(transport.local_info())), kKey);
+  const Message registered = forger.expect("registered");
+  REQUIRE(registered.is_object());
+  std::atomic<bool> done{false};
+  std::thread beats([&] {
+    RawPeer beat(fleet.endpoint);
+    while (!done) {
+      beat.send({{"type", "heartbeat"}, {"worker_id", registered["worker_id"]}, {"session", registered["session"]}},
+                kKey);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  long forged = 0;
+  std::thread forging([&] {
+    std::int64_t newest = static_cast<std::int64_t>(rs.size());  // router ids seen so far, from the allocs
+    while (!done) {
+      while (const auto m = receive_message(forger.socket, 0))
+        if ((*m)["type"] == "alloc") {
+          newest = std::max(newest, (*m)["req"].get<std::int64_t>());
+          forger.send({{"type", "full"}, {"req", (*m)["req"]}, {"reason", "no free blocks"}}, kKey);
+        }
+      // Another worker's requests (ended, in flight, about to come), in every stage's replies but the ones a
+      // decode worker gives while it allocates: those this worker may give for a request handed to it.
+      for (std::int64_t req = std::max<std::int64_t>(0, newest - 8); req <= newest + 2; ++req) {
+        forger.send({{"type", "token"}, {"req", req}, {"token", 7}}, kKey);
+        forger.send({{"type", "finished"}, {"req", req}}, kKey);
+        forger.send({{"type", "kv_ready"}, {"req", req}, {"first_token", 1}, {"src_blocks", {0}}}, kKey);
+        forger.send({{"type", "kv_sending"}, {"req", req}, {"src_blocks", {0}}}, kKey);
+        forger.send({{"type", "read_done"}, {"req", req}}, kKey);
+        forged += 5;
+      }
+      // Requests that never were, in every reply a worker may send.
+      const std::int64_t none = 1'000'000 + forged;
+      forger.send({{"type", "allocated"}, {"req", none}, {"blocks", {0}}}, kKey);
+      forger.send({{"type", "full"}, {"req", none}, {"reason", "forged"}}, kKey);
+      forger.send({{"type", "failed"}, {"req", none}, {"reason", "forged"}}, kKey);
+      forger.send({{"type", "token"}, {"req", none}, {"token", 7}}, kKey);
+      forged += 4;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  long rounds = 0, differed = 0;
+  do {
+    const std::vector<ClientResult> attacked = run_client(fleet.endpoint, rs, kRequestTimeout, kKey);
+    ++rounds;
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      INFO("round " << rounds << ", request " << i << ": " << attacked[i].error);
+      CHECK(attacked[i].error.empty());
+      differed += attacked[i].tokens != clean[i].tokens;
+    }
+  } while (now_seconds() < storm_until);
+  done = true;
+  forging.join();
+  beats.join();
+  CHECK(differed == 0);
+  // Every forged message is counted, and nothing else was: the router may still be reading the last ones.
+  RawPeer peer(fleet.endpoint);
+  long counted = 0;
+  for (int i = 0; i < 50 && (counted = malformed(peer, kKey)) < forged; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(counted == forged);
+  WARN(rounds << " rounds of " << rs.size() << " requests beside " << forged << " forged replies, " << counted
+              << " counted as malformed; " << differed << " requests differed from the quiet run");
   CHECK(stop_clean(fleet));  // both workers exit 0: no block was taken for a forged message
 }
 

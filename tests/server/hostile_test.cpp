@@ -13,9 +13,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -190,6 +193,13 @@ TEST_CASE("a chunked body is held to --max-body-bytes on every path", "[hostile]
     INFO(path << ": " << response);
     CHECK(status_of(response) == 413);
   }
+  // One whole chunk a little over the limit, within what the wire allows for chunk framing.
+  RawClient c(s.port);
+  c.send(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n1100\r\n" +
+      std::string(4352, 'a') + "\r\n0\r\n\r\n");
+  CHECK(status_of(c.receive(5s, "}}")) == 413);
   CHECK(healthy(s));
 }
 
@@ -290,4 +300,144 @@ TEST_CASE("a FIFO or a device given as a file is refused by name, without blocki
   CHECK_THAT(refusal(fifo), Catch::Contains("is a FIFO") && Catch::Contains("config.json"));
   CHECK_THAT(refusal("/dev/zero"), Catch::Contains("is a character device"));
   ::unlink(fifo.c_str());
+}
+
+namespace {
+
+// The storm's normal request @p i: a text prompt of its own, greedy, streamed, a fixed length.
+std::string storm_body(int i) {
+  return json{{"prompt", "storm request " + std::to_string(i) + ": the KV cache holds"},
+              {"max_tokens", 12 + i % 5},
+              {"temperature", 0},
+              {"ignore_eos", true},
+              {"stream", true}}
+      .dump();
+}
+
+// The text of a whole streamed reply (every chunk's choices[0].text), or "" when it did not end in [DONE].
+std::string streamed_text(const std::string& sse) {
+  if (sse.find("data: [DONE]") == std::string::npos) return "";
+  std::string text;
+  for (std::size_t at = sse.find("data: {"); at != std::string::npos; at = sse.find("data: {", at + 1)) {
+    const std::size_t end = sse.find("\n\n", at);
+    text += json::parse(sse.substr(at + 6, end - at - 6))["choices"][0]["text"].get<std::string>();
+  }
+  return text;
+}
+
+// What each kind of storm client did; atomics, as each kind runs on threads of its own.
+struct StormCounts {
+  std::atomic<long> normal{0}, normal_differed{0}, normal_failed{0}, slowloris_cut{0}, hung_up{0}, bad_json{0},
+      oversize{0}, unexpected{0};
+};
+
+}  // namespace
+
+// SERVELAB_STORM_SECONDS long (7 s unless set; the storm label runs it for 60 s): normal streams at
+// temperature 0 beside clients that trickle headers, hang up mid-stream, send malformed JSON and bodies
+// over --max-body-bytes, against a KV pool small enough to preempt. Then every block is free, every
+// normal reply equals its quiet run's, and the server still answers.
+TEST_CASE("a storm of normal, slow, vanishing and malformed clients leaves every block free and every reply unchanged",
+          "[hostile][storm]") {
+  const char* env = std::getenv("SERVELAB_STORM_SECONDS");
+  const double seconds = env ? std::stod(env) : 7;
+  ServerConfig config;
+  config.handler_threads = 24;
+  config.request_read_timeout_s = 1;
+  config.max_body_bytes = 8192;
+  EngineConfig engine;
+  engine.num_gpu_blocks_override = 16;  // of 16 tokens: one 256-token context, so the long streams preempt others
+  LiveServer s(config, engine);
+  constexpr int kPrompts = 8;
+  std::vector<std::string> quiet(kPrompts);
+  for (int i = 0; i < kPrompts; ++i) {
+    const auto res = s.post("/v1/completions", storm_body(i));
+    REQUIRE(res);
+    quiet[i] = streamed_text(res->body);
+    REQUIRE_FALSE(quiet[i].empty());
+  }
+
+  StormCounts n;
+  std::string first_unexpected;  // written by the one thread that sends malformed bodies, read after the join
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  const auto storming = [&] { return std::chrono::steady_clock::now() < until; };
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t)  // normal streams, each checked against the quiet run
+    clients.emplace_back([&, t] {
+      for (int i = t; storming(); i += 4) {
+        const auto res = s.post("/v1/completions", storm_body(i % kPrompts));
+        ++n.normal;
+        if (!res || res->status != 200)
+          ++n.normal_failed;
+        else if (streamed_text(res->body) != quiet[i % kPrompts])
+          ++n.normal_differed;
+      }
+    });
+  for (int t = 0; t < 3; ++t)  // slowloris: a header byte every 100 ms until the read deadline cuts it
+    clients.emplace_back([&] {
+      while (storming()) {
+        RawClient c(s.port);
+        const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n";
+        for (std::size_t i = 0; i < head.size() && c.try_send(head.substr(i, 1)); ++i) c.receive(100ms);
+        c.receive(3s);
+        n.slowloris_cut += c.closed();
+      }
+    });
+  for (int t = 0; t < 2; ++t)  // a long stream, dropped after its first event
+    clients.emplace_back([&, t] {
+      for (int i = t; storming(); i += 2) {
+        RawClient c(s.port);
+        c.send(post("/v1/completions",
+                    json{{"prompt", "gone " + std::to_string(i)}, {"max_tokens", 150}, {"stream", true}}.dump()));
+        if (c.receive(10s, "data: {").find("data: {") != std::string::npos) ++n.hung_up;
+      }
+    });
+  clients.emplace_back([&] {  // malformed bodies and bodies over --max-body-bytes, plain and chunked
+    const std::vector<std::string> bad = {"{\"prompt\": ", "{\"prompt\": \"a\xff\"}", "[1, 2]",
+                                          "{\"prompt\": [1], \"max_tokens\": -3}", "{\"messages\": 7}"};
+    const std::string big = "{\"prompt\": \"" + std::string(9000, 'a') + "\"}";
+    for (int i = 0; storming(); ++i) {
+      RawClient c(s.port);
+      if (i % 3 == 2) {
+        std::ostringstream chunk;
+        chunk << std::hex << big.size() << "\r\n" << big << "\r\n0\r\n\r\n";
+        c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk.str());
+      } else {
+        c.send(i % 3 == 0 ? post("/v1/completions", bad[static_cast<std::size_t>(i / 3) % bad.size()])
+                          : post("/v1/completions", big));
+      }
+      const std::string response = c.receive(5s, "}}");
+      const int status = response.starts_with("HTTP/1.1 ") ? std::stoi(response.substr(9, 3)) : 0;
+      if (i % 3 == 0 && status == 400)
+        ++n.bad_json;
+      else if (i % 3 != 0 && status == 413)
+        ++n.oversize;
+      else if (++n.unexpected == 1)
+        first_unexpected = response.substr(0, 200);
+    }
+  });
+  for (std::thread& c : clients) c.join();
+
+  const auto metrics = s.client().Get("/metrics");
+  REQUIRE(metrics);
+  const std::size_t at = metrics->body.find("\nservelab:num_preemptions_total ");
+  const std::string preemptions =
+      at == std::string::npos ? "?" : metrics->body.substr(at + 32, metrics->body.find('\n', at + 1) - at - 32);
+  WARN("storm of " << seconds << " s: " << n.normal << " normal streams (" << n.normal_differed << " differed, "
+                   << n.normal_failed << " failed), " << n.slowloris_cut << " slowloris cut, " << n.hung_up
+                   << " hung up mid-stream, " << n.bad_json << " malformed refused, " << n.oversize
+                   << " oversize refused, " << n.unexpected << " unexpected answers; " << preemptions
+                   << " preemptions");
+  CHECK(n.normal > 0);
+  CHECK(n.normal_differed == 0);
+  CHECK(n.normal_failed == 0);
+  INFO("first unexpected answer: " << first_unexpected);
+  CHECK(n.unexpected == 0);
+  CHECK(n.slowloris_cut > 0);
+  CHECK(n.hung_up > 0);
+  CHECK(s.all_blocks_returned());
+  CHECK(healthy(s));
+  const auto after = s.post("/v1/completions", storm_body(0));
+  REQUIRE(after);
+  CHECK(streamed_text(after->body) == quiet[0]);
 }
