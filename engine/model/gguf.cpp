@@ -623,13 +623,17 @@ Tokenizer gguf_tokenizer(const GgufContents& g, const std::string& file) {
 ChatTemplate gguf_chat_template(const GgufContents& g, const std::string& file) {
   check(find(g, "tokenizer.chat_template") != nullptr, file, ": no chat template (no tokenizer.chat_template key)");
   const std::string jinja = string_key(g, "tokenizer.chat_template", file);
-  std::string bos;
-  if (find(g, "tokenizer.ggml.bos_token_id") != nullptr) {
-    const auto& tokens = array_key(g, "tokenizer.ggml.tokens", file, true).strings;
-    bos = tokens.at(static_cast<std::size_t>(
-        token_id(g, "tokenizer.ggml.bos_token_id", file, static_cast<std::int64_t>(tokens.size()))));
-  }
-  return ChatTemplate::recognise(jinja, bos, file + " tokenizer.chat_template");
+  // The named special tokens transformers reads from a GGUF: the template may print them.
+  ChatTemplate::SpecialTokens special;
+  const auto& tokens = array_key(g, "tokenizer.ggml.tokens", file, true).strings;
+  for (const auto& [name, key] : {std::pair{"bos_token", "tokenizer.ggml.bos_token_id"},
+                                  {"eos_token", "tokenizer.ggml.eos_token_id"},
+                                  {"unk_token", "tokenizer.ggml.unknown_token_id"},
+                                  {"pad_token", "tokenizer.ggml.padding_token_id"}})
+    if (find(g, key) != nullptr)
+      special.emplace_back(
+          name, tokens.at(static_cast<std::size_t>(token_id(g, key, file, static_cast<std::int64_t>(tokens.size())))));
+  return ChatTemplate(jinja, std::move(special), file + " tokenizer.chat_template");
 }
 
 std::vector<std::int32_t> gguf_stop_token_ids(const GgufContents& g, const std::string& file) {

@@ -154,9 +154,9 @@ ModelWeights gguf_weights(const GgufFile& gguf, const ModelConfig& config, DType
 Tokenizer gguf_tokenizer(const GgufContents& gguf, const std::string& file);
 
 /**
- * @brief The chat template `tokenizer.chat_template`, recognised as
- *        ChatTemplate::recognise() does, with the bos token's text.
- * @throws Error naming the file when it has no template, or as recognise().
+ * @brief The chat template `tokenizer.chat_template`, parsed for execution, with the texts of the bos, eos,
+ *        unk and pad tokens the file names (the special tokens transformers gives a template).
+ * @throws Error naming the file when it has no template, or as ChatTemplate's constructor.
  */
 ChatTemplate gguf_chat_template(const GgufContents& gguf, const std::string& file);
 

@@ -77,6 +77,7 @@ struct StepRecord {
 
 /// A request's arrival or abort, outside a step.
 struct RequestEvent {
+  /// A request joined the engine (ADDED) or was ended by its client (ABORTED).
   enum class Kind { ADDED, ABORTED };
   Kind kind = Kind::ADDED;    ///< what happened
   int request_id = 0;         ///< to whom

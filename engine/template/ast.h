@@ -31,19 +31,19 @@ struct Expr {
     Attribute,     ///< args[0].name (`x.name`: attribute first, then item)
     Item,          ///< args[0][args[1]] (item first, then attribute)
     Slice,         ///< args[0][args[1]:args[2]:args[3]]; a missing part is an undefined Literal
-    Call,          ///< args[0](args[1..], kwargs)
-    Filter,        ///< args[0] | name(args[1..], kwargs)
+    Call,          ///< `args[0](args[1..], kwargs)`
+    Filter,        ///< `args[0] | name(args[1..], kwargs)`
     Test,          ///< args[0] is [not] name(args[1..]); negate
     Not,           ///< not args[0]
     Negate,        ///< -args[0]
-    Binary,        ///< args[0] name args[1]; name is + - * / // % ** ~ and or
+    Binary,        ///< args[0] name args[1]; name is one of `+ - * / // % ** ~ and or`
     Compare,       ///< args[0] ops[0] args[1] ops[1] args[2] ... (chained as in Python)
     Conditional,   ///< args[1] if args[0] else args[2] (args[2] absent: undefined)
     ListLiteral,   ///< [args...]
     TupleLiteral,  ///< (args...)
     DictLiteral,   ///< {args[0]: args[1], args[2]: args[3], ...}
   };
-  Kind kind = Kind::Literal;
+  Kind kind = Kind::Literal;                         ///< what the expression is
   int line = 0;                                      ///< 1-based template line
   Value value;                                       ///< Literal
   std::string name;                                  ///< Name, Attribute, Filter, Test, Binary
@@ -75,7 +75,7 @@ struct Node {
     bool is_else = false;    ///< the trailing else
     std::vector<Node> body;  ///< statements
   };
-  Kind kind = Kind::Text;
+  Kind kind = Kind::Text;                            ///< what the statement is
   int line = 0;                                      ///< 1-based template line
   std::string text;                                  ///< Text; Macro: its name
   Expr expr;                                         ///< Output, Set, For (the iterable)
@@ -84,7 +84,8 @@ struct Node {
   std::string attribute;                             ///< Set on a namespace: `set ns.attribute = ...`
   bool has_filter = false;                           ///< For: `if` after the iterable
   Expr filter;                                       ///< For
-  std::vector<Node> body, else_body;                 ///< For, Macro, SetBlock, Block
+  std::vector<Node> body;                            ///< For, Macro, SetBlock, Block
+  std::vector<Node> else_body;                       ///< For: the `else` when the loop ran no iteration
   std::vector<std::pair<std::string, Expr>> params;  ///< Macro: name and default (undefined Literal: none)
   std::vector<bool> has_default;                     ///< Macro: whether params[i] has a default
 };

@@ -110,27 +110,39 @@ class Value {
 
   /// Which kind.
   Kind kind() const { return kind_; }
-  /// Kind tests.
+  /// Whether it is jinja2's Undefined (a name or attribute that is not there).
   bool is_undefined() const { return kind_ == Kind::Undefined; }
+  /// Whether it is Python's None.
   bool is_none() const { return kind_ == Kind::None; }
+  /// Whether it is a string, markup included.
   bool is_string() const { return kind_ == Kind::String; }
+  /// Whether it is a Markup string (HTML-escaping on `+`).
   bool is_markup() const { return kind_ == Kind::String && markup_; }
+  /// Whether it is an int, a float or a bool (a bool is an int in Python).
   bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool; }
+  /// Whether it is a list.
   bool is_list() const { return kind_ == Kind::List; }
+  /// Whether it is a dict.
   bool is_dict() const { return kind_ == Kind::Dict; }
 
   /// Python's type name, for errors ("str", "int", "list", "dict", "NoneType", "Undefined").
   const char* type_name() const;
 
-  /// Accessors; each requires the matching kind.
+  /// The bool; requires kind Bool (each accessor requires its kind; the variant throws otherwise).
   bool as_bool() const { return std::get<bool>(data_); }
+  /// The int; requires kind Int.
   std::int64_t as_int() const { return std::get<std::int64_t>(data_); }
+  /// The float; requires kind Float.
   double as_float() const { return std::get<double>(data_); }
+  /// The string's UTF-8 bytes; requires kind String.
   const std::string& as_string() const { return std::get<std::string>(data_); }
+  /// The list's items; requires kind List.
   const List& as_list() const { return *std::get<std::shared_ptr<const List>>(data_); }
+  /// The dict's items in insertion order; requires kind Dict.
   const Dict& as_dict() const { return *std::get<std::shared_ptr<const Dict>>(data_); }
   /// A namespace's attributes (mutable through every copy of the value).
   Dict& namespace_attributes() const { return *std::get<std::shared_ptr<Dict>>(data_); }
+  /// The function; requires kind Function.
   const Function& as_function() const { return *std::get<std::shared_ptr<const Function>>(data_); }
 
   /// An int, float or bool as a double (bool is an int in Python).

@@ -204,7 +204,8 @@ int run_lab(CLI::App& app, int argc, char** argv, const std::function<void()>& b
   try {
     body();
     // The learner's guide (docs/student.md) gives each lab's time from this line; it is the whole run, flags to save.
-    std::cout << app.get_name() << ": wall time " << std::fixed << std::setprecision(1) << now_seconds() - start
+    // On stderr, beside the progress bars: stdout stays the tables (and answer_key's JSON).
+    std::cerr << app.get_name() << ": wall time " << std::fixed << std::setprecision(1) << now_seconds() - start
               << " s\n";
   } catch (const Error& e) {
     std::cout.flush();
