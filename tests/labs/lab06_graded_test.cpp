@@ -4,7 +4,7 @@
 // step by step where each of the three limits binds, and what a chunk that
 // does not catch up leaves in its request. Each one fails on the wrong
 // implementations in tests/labs/mutants/lab06/.
-#include "scheduler_sim.h"
+#include "sched/scheduler_sim.h"
 #include "test_util.h"
 
 using namespace servelab;

@@ -88,9 +88,17 @@ TEST_CASE("the transfer plan by hand: runs merge only where both sides' blocks a
     CHECK(plan.bytes == 2 * 3 * 9 * 8);
     CHECK(plan_transfer(kSmall, src, kSmall, dst, 9, 2, 2).descriptors.empty());
   }
+  SECTION("a peer with a larger cache: its offsets follow its own blocks per layer") {
+    KVLayout large = kSmall;
+    large.num_blocks = 40;
+    const std::vector<std::int32_t> src{1}, dst{30};
+    const auto plan = plan_transfer(kSmall, src, large, dst, 3, 2, 3);
+    CHECK(describe(plan.descriptors) == run(0, at(2, 1), 24, (2 * 40 + 30) * 32) + " " +
+                                            run(1, at(2, 1), 24, (2 * 40 + 30) * 32));
+  }
 }
 
-TEST_CASE("when the KV arrives the prompt counts as computed and the first token joins; the next step feeds one token",
+TEST_CASE("when the KV arrives the prompt counts as computed and the first token joins, and the next step feeds one token",
           "[lab07][graded]") {
   const SimulatedModel sim{preset("llama-3-8b"), CostModel::for_hardware(gpu("H100 SXM"), 0.002),
                            StepDtypes{DType::BF16, DType::BF16, DType::BF16}};
