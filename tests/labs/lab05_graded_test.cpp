@@ -123,8 +123,9 @@ TEST_CASE("the flash tile loop equals v0 where query and key tiles end, on a pre
     }
 }
 
-TEST_CASE("split-K merges its pieces by their maxima: any number of pieces equals v0, also when one piece holds the max",
-          "[lab05][graded]") {
+TEST_CASE(
+    "split-K merges its pieces by their maxima: any number of pieces equals v0, also when one piece holds the max",
+    "[lab05][graded]") {
   ThreadPool pool(2);
   const AttentionShape shape{.num_heads = 4, .num_kv_heads = 1, .head_dim = 8};
   const int L = 640, kv_dim = shape.head_dim, q_dim = shape.num_heads * shape.head_dim;  // 10 key tiles
@@ -145,8 +146,8 @@ TEST_CASE("split-K merges its pieces by their maxima: any number of pieces equal
         const auto split = [pieces](const KernelContext& c, float* o, const float* qq,
                                     const std::vector<AttentionSeq>& s,
                                     const AttentionShape& sh) { attention_split_k(c, o, qq, s, sh, pieces); };
-        CHECK(test::all_close(run_one(split, KernelContext{&pool, det}, shape, L, num_new, k, v, q), ref, kAtol,
-                              kRtol));
+        CHECK(
+            test::all_close(run_one(split, KernelContext{&pool, det}, shape, L, num_new, k, v, q), ref, kAtol, kRtol));
       }
   }
 }

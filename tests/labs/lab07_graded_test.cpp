@@ -33,8 +33,8 @@ std::string describe(const std::vector<TransferDescriptor>& ds) {
   for (const TransferDescriptor& d : ds) {
     if (!s.empty()) s += ' ';
     CHECK(d.local_region == d.remote_region);
-    s += std::to_string(d.local_region) + ":" + std::to_string(d.local_offset) + "+" + std::to_string(d.length) +
-         "->" + std::to_string(d.remote_offset);
+    s += std::to_string(d.local_region) + ":" + std::to_string(d.local_offset) + "+" + std::to_string(d.length) + "->" +
+         std::to_string(d.remote_offset);
   }
   return s;
 }
@@ -70,9 +70,8 @@ TEST_CASE("the transfer plan by hand: runs merge only where both sides' blocks a
     CHECK(describe(plan.descriptors) == run(0, at(0, 0), 32, at(0, 5)) + " " + run(0, at(0, 1), 64, at(0, 7)) + " " +
                                             run(1, at(0, 0), 32, at(0, 5)) + " " + run(1, at(0, 1), 64, at(0, 7)));
     const auto swapped = plan_transfer(kSmall, dst, kSmall, src, 12, 0, 1);
-    CHECK(describe(swapped.descriptors) == run(0, at(0, 5), 32, at(0, 0)) + " " + run(0, at(0, 7), 64, at(0, 1)) +
-                                               " " + run(1, at(0, 5), 32, at(0, 0)) + " " +
-                                               run(1, at(0, 7), 64, at(0, 1)));
+    CHECK(describe(swapped.descriptors) == run(0, at(0, 5), 32, at(0, 0)) + " " + run(0, at(0, 7), 64, at(0, 1)) + " " +
+                                               run(1, at(0, 5), 32, at(0, 0)) + " " + run(1, at(0, 7), 64, at(0, 1)));
   }
   SECTION("every layer, a table longer than the tokens need, one token in the last block") {
     const std::vector<std::int32_t> src{2, 3, 11, 12, 13}, dst{6, 7, 8, 9, 10};
@@ -93,13 +92,14 @@ TEST_CASE("the transfer plan by hand: runs merge only where both sides' blocks a
     large.num_blocks = 40;
     const std::vector<std::int32_t> src{1}, dst{30};
     const auto plan = plan_transfer(kSmall, src, large, dst, 3, 2, 3);
-    CHECK(describe(plan.descriptors) == run(0, at(2, 1), 24, (2 * 40 + 30) * 32) + " " +
-                                            run(1, at(2, 1), 24, (2 * 40 + 30) * 32));
+    CHECK(describe(plan.descriptors) ==
+          run(0, at(2, 1), 24, (2 * 40 + 30) * 32) + " " + run(1, at(2, 1), 24, (2 * 40 + 30) * 32));
   }
 }
 
-TEST_CASE("when the KV arrives the prompt counts as computed and the first token joins, and the next step feeds one token",
-          "[lab07][graded]") {
+TEST_CASE(
+    "when the KV arrives the prompt counts as computed and the first token joins, and the next step feeds one token",
+    "[lab07][graded]") {
   const SimulatedModel sim{preset("llama-3-8b"), CostModel::for_hardware(gpu("H100 SXM"), 0.002),
                            StepDtypes{DType::BF16, DType::BF16, DType::BF16}};
   Engine engine(sim, simulated_config());
