@@ -12,7 +12,7 @@ using test::Sim;
 
 namespace {
 
-SchedulerConfig chunked(int budget, int threshold) {
+SchedulerConfig graded_chunked(int budget, int threshold) {
   return {.policy = SchedulingPolicy::CONTINUOUS,
           .max_num_seqs = 16,
           .max_num_batched_tokens = budget,
@@ -24,7 +24,7 @@ SchedulerConfig chunked(int budget, int threshold) {
 
 TEST_CASE("the chunk is min(uncomputed, budget left, threshold): each limit binds in turn", "[lab06][graded]") {
   SECTION("the threshold binds below the budget, the prompt's remainder last") {
-    Sim sim(chunked(10, 4), 64, 4);
+    Sim sim(graded_chunked(10, 4), 64, 4);
     sim.add(9, 2);  // A
     CHECK(sim.step() == "A:4");
     CHECK(sim.step() == "A:4");
@@ -32,20 +32,20 @@ TEST_CASE("the chunk is min(uncomputed, budget left, threshold): each limit bind
     CHECK(sim.step() == "A:1");  // a decode
   }
   SECTION("no threshold (0): the budget binds") {
-    Sim sim(chunked(10, 0), 64, 4);
+    Sim sim(graded_chunked(10, 0), 64, 4);
     sim.add(25, 1);
     CHECK(sim.step() == "A:10");
     CHECK(sim.step() == "A:10");
     CHECK(sim.step() == "A:5");
   }
   SECTION("the budget left after the decodes binds, then the threshold") {
-    Sim sim(chunked(8, 0), 64, 4);
+    Sim sim(graded_chunked(8, 0), 64, 4);
     sim.add(2, 10);
     sim.add(3, 10);
     CHECK(sim.step() == "A:2 B:3");
     sim.add(20, 1);
     CHECK(sim.step() == "A:1 B:1 C:6");  // 8 - 2 decodes
-    Sim capped(chunked(8, 5), 64, 4);
+    Sim capped(graded_chunked(8, 5), 64, 4);
     capped.add(2, 10);
     capped.add(3, 10);
     CHECK(capped.step() == "A:2 B:3");
@@ -53,13 +53,13 @@ TEST_CASE("the chunk is min(uncomputed, budget left, threshold): each limit bind
     CHECK(capped.step() == "A:1 B:1 C:5");  // the threshold, below the 6 left
   }
   SECTION("two prompts share what the decodes left, each within the threshold") {
-    Sim sim(chunked(12, 4), 64, 4);
+    Sim sim(graded_chunked(12, 4), 64, 4);
     sim.add(1, 10);
     CHECK(sim.step() == "A:1");
     sim.add(20, 1);
     sim.add(20, 1);
     CHECK(sim.step() == "A:1 B:4 C:4");
-    Sim tight(chunked(7, 4), 64, 4);
+    Sim tight(graded_chunked(7, 4), 64, 4);
     tight.add(1, 10);
     CHECK(tight.step() == "A:1");
     tight.add(20, 1);
@@ -71,7 +71,7 @@ TEST_CASE("the chunk is min(uncomputed, budget left, threshold): each limit bind
 
 TEST_CASE("a chunk that does not catch up advances num_computed_tokens by the chunk and samples nothing",
           "[lab06][graded]") {
-  Sim sim(chunked(8, 0), 64, 4);
+  Sim sim(graded_chunked(8, 0), 64, 4);
   Request& a = sim.add(20, 3);
   CHECK(sim.step() == "A:8");
   CHECK(a.num_computed_tokens == 8);

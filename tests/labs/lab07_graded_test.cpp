@@ -23,12 +23,12 @@ using disagg::TransferDescriptor;
 namespace {
 
 /// 3 layers of 16 blocks of 4 tokens, 2 floats a row: 8 bytes a row, 32 a block, 512 a layer.
-constexpr KVLayout kSmall{.num_layers = 3, .num_blocks = 16, .block_size = 4, .kv_dim = 2, .dtype_bytes = 4};
+constexpr KVLayout kGradedLayout{.num_layers = 3, .num_blocks = 16, .block_size = 4, .kv_dim = 2, .dtype_bytes = 4};
 
-std::uint64_t at(int layer, int block) { return (static_cast<std::uint64_t>(layer) * 16 + block) * 32; }
+std::uint64_t plan_at(int layer, int block) { return (static_cast<std::uint64_t>(layer) * 16 + block) * 32; }
 
 /// "region:local+length->remote" per descriptor, e.g. "0:160+96->0".
-std::string describe(const std::vector<TransferDescriptor>& ds) {
+std::string graded_describe(const std::vector<TransferDescriptor>& ds) {
   std::string s;
   for (const TransferDescriptor& d : ds) {
     if (!s.empty()) s += ' ';
@@ -39,12 +39,12 @@ std::string describe(const std::vector<TransferDescriptor>& ds) {
   return s;
 }
 
-std::string run(int region, std::uint64_t local, std::uint64_t length, std::uint64_t remote) {
+std::string plan_run(int region, std::uint64_t local, std::uint64_t length, std::uint64_t remote) {
   return std::to_string(region) + ":" + std::to_string(local) + "+" + std::to_string(length) + "->" +
          std::to_string(remote);
 }
 
-EngineConfig simulated_config() {
+EngineConfig graded_engine_config() {
   EngineConfig config;
   config.scheduler = {SchedulingPolicy::CONTINUOUS, 8, 256, true, 0};
   config.kv_cache_memory = std::size_t{1} << 30;
@@ -57,43 +57,43 @@ EngineConfig simulated_config() {
 TEST_CASE("the transfer plan by hand: runs merge only where both sides' blocks are consecutive", "[lab07][graded]") {
   SECTION("the KV cache article's blocks [4, 5, 6, 9] -> [0, 1, 2, 3], 14 tokens, layer 1 only") {
     const std::vector<std::int32_t> src{4, 5, 6, 9}, dst{0, 1, 2, 3};
-    const auto plan = plan_transfer(kSmall, src, kSmall, dst, 14, 1, 2);
+    const auto plan = plan_transfer(kGradedLayout, src, kGradedLayout, dst, 14, 1, 2);
     // Blocks 0-2 in one run of 12 rows, block 3 (src 9) alone with the 2 rows the 14 tokens fill; K then V.
-    CHECK(describe(plan.descriptors) == run(0, at(1, 4), 96, at(1, 0)) + " " + run(0, at(1, 9), 16, at(1, 3)) + " " +
-                                            run(1, at(1, 4), 96, at(1, 0)) + " " + run(1, at(1, 9), 16, at(1, 3)));
+    CHECK(graded_describe(plan.descriptors) == plan_run(0, plan_at(1, 4), 96, plan_at(1, 0)) + " " + plan_run(0, plan_at(1, 9), 16, plan_at(1, 3)) + " " +
+                                            plan_run(1, plan_at(1, 4), 96, plan_at(1, 0)) + " " + plan_run(1, plan_at(1, 9), 16, plan_at(1, 3)));
     CHECK(plan.num_uncoalesced == 8);  // 2 regions x 1 layer x 4 blocks
     CHECK(plan.bytes == 2 * 14 * 8);
   }
   SECTION("consecutive on one side only: nothing merges across the break") {
     const std::vector<std::int32_t> src{0, 1, 2}, dst{5, 7, 8};
-    const auto plan = plan_transfer(kSmall, src, kSmall, dst, 12, 0, 1);
-    CHECK(describe(plan.descriptors) == run(0, at(0, 0), 32, at(0, 5)) + " " + run(0, at(0, 1), 64, at(0, 7)) + " " +
-                                            run(1, at(0, 0), 32, at(0, 5)) + " " + run(1, at(0, 1), 64, at(0, 7)));
-    const auto swapped = plan_transfer(kSmall, dst, kSmall, src, 12, 0, 1);
-    CHECK(describe(swapped.descriptors) == run(0, at(0, 5), 32, at(0, 0)) + " " + run(0, at(0, 7), 64, at(0, 1)) + " " +
-                                               run(1, at(0, 5), 32, at(0, 0)) + " " + run(1, at(0, 7), 64, at(0, 1)));
+    const auto plan = plan_transfer(kGradedLayout, src, kGradedLayout, dst, 12, 0, 1);
+    CHECK(graded_describe(plan.descriptors) == plan_run(0, plan_at(0, 0), 32, plan_at(0, 5)) + " " + plan_run(0, plan_at(0, 1), 64, plan_at(0, 7)) + " " +
+                                            plan_run(1, plan_at(0, 0), 32, plan_at(0, 5)) + " " + plan_run(1, plan_at(0, 1), 64, plan_at(0, 7)));
+    const auto swapped = plan_transfer(kGradedLayout, dst, kGradedLayout, src, 12, 0, 1);
+    CHECK(graded_describe(swapped.descriptors) == plan_run(0, plan_at(0, 5), 32, plan_at(0, 0)) + " " + plan_run(0, plan_at(0, 7), 64, plan_at(0, 1)) + " " +
+                                               plan_run(1, plan_at(0, 5), 32, plan_at(0, 0)) + " " + plan_run(1, plan_at(0, 7), 64, plan_at(0, 1)));
   }
   SECTION("every layer, a table longer than the tokens need, one token in the last block") {
     const std::vector<std::int32_t> src{2, 3, 11, 12, 13}, dst{6, 7, 8, 9, 10};
-    const auto plan = plan_transfer(kSmall, src, kSmall, dst, 9, 0, 3);
+    const auto plan = plan_transfer(kGradedLayout, src, kGradedLayout, dst, 9, 0, 3);
     REQUIRE(plan.descriptors.size() == 12);  // 3 layers x K, V x runs [2, 3] and [11]
     for (int layer = 0; layer < 3; ++layer)
       for (int region = 0; region < 2; ++region) {
         const std::size_t i = static_cast<std::size_t>(layer * 4 + region * 2);
-        CHECK(describe({plan.descriptors[i], plan.descriptors[i + 1]}) ==
-              run(region, at(layer, 2), 64, at(layer, 6)) + " " + run(region, at(layer, 11), 8, at(layer, 8)));
+        CHECK(graded_describe({plan.descriptors[i], plan.descriptors[i + 1]}) ==
+              plan_run(region, plan_at(layer, 2), 64, plan_at(layer, 6)) + " " + plan_run(region, plan_at(layer, 11), 8, plan_at(layer, 8)));
       }
     CHECK(plan.num_uncoalesced == 2 * 3 * 3);
     CHECK(plan.bytes == 2 * 3 * 9 * 8);
-    CHECK(plan_transfer(kSmall, src, kSmall, dst, 9, 2, 2).descriptors.empty());
+    CHECK(plan_transfer(kGradedLayout, src, kGradedLayout, dst, 9, 2, 2).descriptors.empty());
   }
   SECTION("a peer with a larger cache: its offsets follow its own blocks per layer") {
-    KVLayout large = kSmall;
+    KVLayout large = kGradedLayout;
     large.num_blocks = 40;
     const std::vector<std::int32_t> src{1}, dst{30};
-    const auto plan = plan_transfer(kSmall, src, large, dst, 3, 2, 3);
-    CHECK(describe(plan.descriptors) ==
-          run(0, at(2, 1), 24, (2 * 40 + 30) * 32) + " " + run(1, at(2, 1), 24, (2 * 40 + 30) * 32));
+    const auto plan = plan_transfer(kGradedLayout, src, large, dst, 3, 2, 3);
+    CHECK(graded_describe(plan.descriptors) ==
+          plan_run(0, plan_at(2, 1), 24, (2 * 40 + 30) * 32) + " " + plan_run(1, plan_at(2, 1), 24, (2 * 40 + 30) * 32));
   }
 }
 
@@ -102,7 +102,7 @@ TEST_CASE(
     "[lab07][graded]") {
   const SimulatedModel sim{preset("llama-3-8b"), CostModel::for_hardware(gpu("H100 SXM"), 0.002),
                            StepDtypes{DType::BF16, DType::BF16, DType::BF16}};
-  Engine engine(sim, simulated_config());
+  Engine engine(sim, graded_engine_config());
   const std::vector<std::int32_t> prompt(100, 7);
   const SamplingParams sampled{.temperature = 1.0f, .seed = 42};
   const int id = engine.add_prefilled_request(prompt, sampled, 3, 321, 0.0, 0.25);
@@ -127,7 +127,7 @@ TEST_CASE(
 TEST_CASE("a request whose first token from the prefill side was its last finishes and frees its blocks",
           "[lab07][graded]") {
   auto model = test::deterministic_tiny();
-  EngineConfig config = simulated_config();
+  EngineConfig config = graded_engine_config();
   config.num_gpu_blocks_override = 8;
   Engine engine(*model, config);
   const std::vector<std::int32_t> prompt(10, 3);
