@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kKeyRegion = 0, kValueRegion = 1;
 
-std::uint64_t row_offset(const KVLayout& l, int layer, std::int32_t block, int token) {
+[[maybe_unused]] std::uint64_t row_offset(const KVLayout& l, int layer, std::int32_t block, int token) {
   return ((static_cast<std::uint64_t>(layer) * static_cast<std::uint64_t>(l.num_blocks) +
            static_cast<std::uint64_t>(block)) *
               static_cast<std::uint64_t>(l.block_size) +
@@ -58,17 +58,16 @@ TransferPlan plan_transfer(const KVLayout& src, std::span<const std::int32_t> sr
   check_table(src, src_blocks, num_tokens, "source");
   check_table(dst, dst_blocks, num_tokens, "destination");
   TransferPlan plan;
+  // BEGIN LAB07 SOLUTION: plan_transfer, one descriptor per run of blocks consecutive on both sides, per layer and K or V
   const int num_blocks = (num_tokens + src.block_size - 1) / src.block_size;
   for (int layer = first_layer; layer < end_layer; ++layer)
     for (int region : {kKeyRegion, kValueRegion})
       for (int first = 0; first < num_blocks;) {
         int end = first + 1;
-        // BEGIN LAB07 SOLUTION: plan_transfer, extend the run [first, end) while both sides' next block ids are consecutive
         while (end < num_blocks &&
                src_blocks[static_cast<std::size_t>(end)] == src_blocks[static_cast<std::size_t>(end - 1)] + 1 &&
                dst_blocks[static_cast<std::size_t>(end)] == dst_blocks[static_cast<std::size_t>(end - 1)] + 1)
           ++end;
-        // END LAB07 SOLUTION
         const int tokens = std::min(end * src.block_size, num_tokens) - first * src.block_size;
         const std::uint64_t length = static_cast<std::uint64_t>(tokens) * src.row_bytes();
         plan.descriptors.push_back(
@@ -81,6 +80,7 @@ TransferPlan plan_transfer(const KVLayout& src, std::span<const std::int32_t> sr
         plan.bytes += length;
         first = end;
       }
+  // END LAB07 SOLUTION
   return plan;
 }
 

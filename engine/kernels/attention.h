@@ -111,10 +111,26 @@ inline std::vector<QueryBlock> query_blocks(const std::vector<AttentionSeq>& seq
  * @brief Lab 05's v3, FlashAttention: query tiles against key tiles with
  *        the online softmax; S and P live only in a per-thread tile.
  *
+ * The work items are query_blocks(seqs, num_heads, kFlashQueryTile). For an
+ * item (sequence s, query head h, rows [first, first + count) of s's new
+ * tokens), in a thread's FlashRows (attention_flash_tile.h):
+ * 1. reset the state to count rows of width head_dim;
+ * 2. row r is the query at position p = s.num_computed_tokens + first + r
+ *    and may see keys [0, p + 1): visible[r] = p + 1 (causal; a chunk after
+ *    a cached prefix sees the whole prefix);
+ * 3. add the key tiles [t0, min(keys, t0 + kFlashKeyTile)) for t0 = 0, 64,
+ *    ... while t0 < keys, keys = visible[count - 1] (the last row sees the
+ *    most; no tile past it is touched), each with flash_add_key_tile() on
+ *    KV head h / (num_heads / num_kv_heads), scale attention_scale(head_dim)
+ *    and exact = ctx.deterministic;
+ * 4. write each row with flash_write_row() to its row of @p out, at column
+ *    h · head_dim (the row stride of q and out is num_heads · head_dim).
+ *
  * Key tiles start at multiples of kFlashKeyTile (absolute key positions), so
  * a row is cut into the same tiles whichever batch it is in. In
  * deterministic mode every row is computed alone with fixed-order loops, so
- * its result depends only on its query and its keys.
+ * its result depends only on its query and its keys. Same contract as
+ * attention_naive().
  * @see engine/kernels/attention_v3_flash.cpp
  */
 void attention_flash(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
@@ -126,8 +142,27 @@ void attention_flash(const KernelContext& ctx, float* out, const float* q, const
  *        (sequence, KV head, range) that scores every query head of the GQA
  *        group against the range; the partial softmax states are merged with
  *        online_softmax_merge().
+ *
+ * One item's partial (keys [t_begin, t_end), t_begin on a key-tile edge):
+ * its rows are the group's query heads of each new token (row
+ * tok · group + g is head kvh · group + g of new token tok, and may see
+ * keys [0, num_computed_tokens + tok + 1)). From the empty state, add the
+ * key tiles [t0, min(t_end, t0 + kFlashKeyTile)) for t0 = t_begin,
+ * t_begin + 64, ... while t0 < t_end with flash_add_key_tile() (scale
+ * attention_scale(head_dim), exact = ctx.deterministic), and keep the rows'
+ * Õ, m and l for the merge. A row that sees no key of the range keeps the
+ * empty state (m = −∞).
+ *
+ * The merge of one row: its pieces in key order, empty ones skipped. From
+ * the empty state (m = −∞, l = 0, Õ = 0), each piece (m_b, l_b, Õ_b) gives
+ * m' = max(m, m_b), l = l·e^(m − m') + l_b·e^(m_b − m') and
+ * Õ = Õ·e^(m − m') + Õ_b·e^(m_b − m'): a piece weighs e^(its max − the new
+ * max), never its share of the keys. Then O = Õ / l (zeros when no piece
+ * saw a key) goes to the row's head in @p out. Same contract as
+ * attention_naive().
  * @param num_splits pieces per sequence; 0 = chosen from the context and the
- *        thread count (split_k_pieces()). Deterministic mode always uses 1.
+ *        thread count (split_k_pieces()); at most one per key tile.
+ *        Deterministic mode always uses 1.
  * @see engine/kernels/attention_v4_split_k.cpp
  */
 void attention_split_k(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,

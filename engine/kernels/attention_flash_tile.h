@@ -54,7 +54,14 @@ struct FlashRows {
 void flash_add_key_tile(FlashRows& acc, const float* q, int ldq, const KVView& kv, int kvh, float scale, int t0, int t1,
                         bool exact);
 
-/// Writes O = Õ / l of row r to @p out [D] (a row that saw no key gets zeros).
+/**
+ * @brief The last step of the online softmax for row @p r: out[d] = Õ[r, d] / l_r
+ *        for d in [0, head_dim) (FlashAttention-2's O = diag(l)⁻¹ Õ, line 12).
+ *
+ * A row that saw no key (l = 0) gets zeros rather than 0/0. The state is
+ * not changed.
+ * @param out [head_dim] the row's output, written (not accumulated).
+ */
 void flash_write_row(const FlashRows& acc, int r, float* out);
 
 }  // namespace servelab

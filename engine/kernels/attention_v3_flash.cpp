@@ -101,24 +101,25 @@ void flash_add_key_tile(FlashRows& acc, const float* q, int ldq, const KVView& k
 }
 
 void flash_write_row(const FlashRows& acc, int r, float* out) {
+  // BEGIN LAB05 SOLUTION: flash_write_row, the final divide O = Õ / l (zeros for a row that saw no key)
   const SoftmaxState& st = acc.state[static_cast<std::size_t>(r)];
   const float inv = st.sum > 0.0f ? 1.0f / st.sum : 0.0f;  // O = diag(l)^-1 Õ (line 12)
   const float* o = acc.o.data() + static_cast<std::size_t>(r) * acc.head_dim;
   for (int d = 0; d < acc.head_dim; ++d) out[d] = o[d] * inv;
+  // END LAB05 SOLUTION
 }
 
 void attention_flash(const KernelContext& ctx, float* out, const float* q, const std::vector<AttentionSeq>& seqs,
                      const AttentionShape& shape) {
   use_blas_inside_engine_threads();
-  const int H = shape.num_heads, D = shape.head_dim, group = shape.num_heads / shape.num_kv_heads;
-  const int ldq = H * D;
-  const float scale = attention_scale(D);
-  const std::vector<QueryBlock> items = query_blocks(seqs, H, kFlashQueryTile);
+  const std::vector<QueryBlock> items = query_blocks(seqs, shape.num_heads, kFlashQueryTile);
   ctx.pool->parallel_for(items.size(), [&](std::size_t i0, std::size_t i1) {
     thread_local FlashRows acc;  // one query tile's state, reused across calls (no allocation per layer)
     for (std::size_t i = i0; i < i1; ++i) {
+      // BEGIN LAB05 SOLUTION: attention_flash, one query tile: what each row may see, the key tiles in order, the rows written
       const QueryBlock& it = items[i];
       const AttentionSeq& s = *it.seq;
+      const int D = shape.head_dim, ldq = shape.num_heads * D, group = shape.num_heads / shape.num_kv_heads;
       const std::size_t row0 = static_cast<std::size_t>(s.first_row + it.first);
       const float* qb = q + row0 * ldq + it.head * D;
       acc.reset(it.count, D);
@@ -126,9 +127,10 @@ void attention_flash(const KernelContext& ctx, float* out, const float* q, const
       // Causal by tile: keys past the tile's last query are never touched (the loop ends there).
       const int keys = acc.visible[it.count - 1];
       for (int t0 = 0; t0 < keys; t0 += kFlashKeyTile)
-        flash_add_key_tile(acc, qb, ldq, s.kv, it.head / group, scale, t0, std::min(keys, t0 + kFlashKeyTile),
-                           ctx.deterministic);
+        flash_add_key_tile(acc, qb, ldq, s.kv, it.head / group, attention_scale(D), t0,
+                           std::min(keys, t0 + kFlashKeyTile), ctx.deterministic);
       for (int r = 0; r < it.count; ++r) flash_write_row(acc, r, out + (row0 + r) * ldq + it.head * D);
+      // END LAB05 SOLUTION
     }
   });
 }

@@ -51,7 +51,6 @@ void attention_split_k(const KernelContext& ctx, float* out, const float* q, con
   use_blas_inside_engine_threads();
   const int H = shape.num_heads, KVH = shape.num_kv_heads, D = shape.head_dim, group = H / KVH;
   const int ldq = H * D;
-  const float scale = attention_scale(D);
   struct Item {
     const AttentionSeq* seq;
     int kvh, t_begin, t_end;  // keys [t_begin, t_end), on key-tile edges
@@ -96,15 +95,18 @@ void attention_split_k(const KernelContext& ctx, float* out, const float* q, con
                       sizeof(float) * D);
           acc.visible[r] = s.num_computed_tokens + tok + 1;
         }
+      // BEGIN LAB05 SOLUTION: attention_split_k, one piece's partial: its key tiles [t_begin, t_end) into (m, l, Õ), kept for the merge
       for (int t0 = it.t_begin; t0 < it.t_end; t0 += kFlashKeyTile)
-        flash_add_key_tile(acc, qg.data(), D, s.kv, it.kvh, scale, t0, std::min(it.t_end, t0 + kFlashKeyTile),
-                           ctx.deterministic);
+        flash_add_key_tile(acc, qg.data(), D, s.kv, it.kvh, attention_scale(D), t0,
+                           std::min(it.t_end, t0 + kFlashKeyTile), ctx.deterministic);
       std::copy(acc.o.begin(), acc.o.end(), part_o.begin() + static_cast<std::ptrdiff_t>(it.part * D));
       std::copy(acc.state.begin(), acc.state.end(), part_state.begin() + static_cast<std::ptrdiff_t>(it.part));
+      // END LAB05 SOLUTION
     }
   });
   // Merge the pieces of each (sequence, KV head) left to right, then O = Õ / l.
   for (std::size_t si = 0; si < seqs.size(); ++si) {
+    // BEGIN LAB05 SOLUTION: attention_split_k, the merge of each row's pieces by their maxima (log-sum-exp), then O = Õ / l
     const AttentionSeq& s = seqs[si];
     const int rows = s.num_new_tokens * group, per_kvh = (first_item[si + 1] - first_item[si]) / KVH;
     std::vector<float> o(static_cast<std::size_t>(D));
@@ -127,6 +129,7 @@ void attention_split_k(const KernelContext& ctx, float* out, const float* q, con
         const float inv = st.sum > 0.0f ? 1.0f / st.sum : 0.0f;
         for (int d = 0; d < D; ++d) dst[d] = o[d] * inv;
       }
+    // END LAB05 SOLUTION
   }
 }
 

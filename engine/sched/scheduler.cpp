@@ -148,6 +148,12 @@ std::vector<Request*> Scheduler::update_from_output(const SchedulerOutput& outpu
   std::size_t next = 0;
   for (const ScheduledRequest& s : output.scheduled) {
     Request* r = s.request;
+    if (s.num_new_tokens < r->num_uncomputed_tokens()) {  // only with chunked prefill: a chunk of a longer prompt
+      // BEGIN LAB06 SOLUTION: Scheduler::update_from_output, a prompt chunk that does not catch up: its progress is kept, nothing is sampled
+      r->num_computed_tokens += s.num_new_tokens;  // its KV is in the cache: the next chunk starts after it
+      continue;                                    // no token: the chunk's last row is not the sequence's last
+      // END LAB06 SOLUTION
+    }
     r->num_computed_tokens += s.num_new_tokens;
     if (keep_kv) kv_.cache_blocks(*r);                // its newly full blocks can now be shared (prefix caching)
     if (r->num_computed_tokens == r->num_tokens()) {  // caught up with its tokens: the step sampled one

@@ -120,7 +120,11 @@ class Scheduler {
    * comes out of the budget (max_num_batched_tokens) left after those
    * before it:
    * - with chunked prefill, min(its uncomputed tokens, the budget left,
-   *   long_prefill_token_threshold when that is > 0); a share of 0 (budget
+   *   long_prefill_token_threshold when that is > 0): the budget left is
+   *   max_num_batched_tokens less the shares of the requests scheduled
+   *   before it in this step (the running requests' decodes come first), so
+   *   no step exceeds the budget and no request gets more than the
+   *   threshold; a threshold of 0 limits nothing. A share of 0 (budget
    *   spent) means it waits for a later step (lab 06);
    * - without, all of its uncomputed tokens when they fit the budget left,
    *   else none; a request larger than the whole budget runs alone.
@@ -132,6 +136,13 @@ class Scheduler {
    * @brief Records a step's results: advances num_computed_tokens, appends
    *        each sampled token, finishes requests and frees their blocks
    *        (unless hold_finished_kv).
+   *
+   * A request whose share was a chunk that leaves tokens uncomputed (chunked
+   * prefill, lab 06) advances num_computed_tokens by the chunk, so its next
+   * chunk starts where this one ended and its KV is kept; it takes no token
+   * of @p sampled (the chunk's last row is not the sequence's last, so its
+   * logits predict nothing) and stays running, whatever @p keep_kv says.
+   * A request that catches up with its tokens samples one.
    * @param sampled one token per scheduled request that finished computing
    *        its tokens in this step (all of them, while requests are scheduled
    *        whole), in output.scheduled order.

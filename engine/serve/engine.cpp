@@ -153,12 +153,14 @@ void Engine::kv_arrived(int request_id, std::int32_t first_token, double first_t
   const int vocab = model_ ? model_->config().vocab_size : sim_->config.vocab_size;
   check(first_token >= 0 && first_token < vocab, "first token ", first_token, " is outside the vocabulary [0, ", vocab,
         ")");
+  // BEGIN LAB07 SOLUTION: Engine::kv_arrived, the prompt's KV is here: the prompt counts as computed, the first token joins
   // The prompt's KV is here; the first token is fed (and its KV computed) by the next step.
   r.status = RequestStatus::WAITING;
   r.num_computed_tokens = r.num_prompt_tokens();
   r.sampler.skip(1);
   r.append_output_token(first_token, first_token_time);
   if (r.is_finished()) scheduler_->remove_finished(&r);
+  // END LAB07 SOLUTION
 }
 
 void Engine::compute_prompt_locally(int request_id) {

@@ -140,6 +140,13 @@ class Engine {
    *        computed and @p first_token, sampled on the prefill side at @p first_token_time,
    *        is its first output token (the request's sampler skips that draw), so its next
    *        step is a decode. The request finishes here when that token was its last.
+   *
+   * In the request's terms: status WAITING (the scheduler admits it like any other),
+   * num_computed_tokens = its prompt's length (the KV of every prompt token exists; the
+   * first output token's KV does not yet, so the next step feeds exactly that one token),
+   * sampler.skip(1), append_output_token(first_token, first_token_time) (its TTFT is the
+   * prefill side's), and, when that finishes it (max_tokens 1 or a stop token), the
+   * scheduler's remove_finished(), which frees its blocks.
    * @throws Error when the request is unknown or not waiting for remote KV, or
    *         @p first_token is outside the vocabulary.
    */
