@@ -23,6 +23,8 @@ if ((${#missing[@]})); then
   echo "servelab: installing ${missing[*]}" >&2
   $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
+# A page of an earlier build (a class since renamed) would stay behind and be checked: start clean.
+rm -rf "$out/html" "$out/pages"
 python3 "$root/tools/make_site.py" "$root" "$out"
 # Debian's doxygen-awesome-css theme and MathJax where installed; Doxygen's own style and the MathJax CDN otherwise.
 css=/usr/share/doxygen-awesome-css/doxygen-awesome.css

@@ -47,9 +47,11 @@ def main():
         return SKIP
     tmp = tempfile.mkdtemp(prefix="servelab_dashboard_")
     trace = os.path.join(tmp, "serve.json")
-    # A pool of 4 x 512 / 16 = 128 blocks, which four 260-token requests fill by half.
+    # A pool of 128 blocks of 16 tokens (2,048 tokens of the small preset's 2 KiB each), which four requests of
+    # 59 + 400 tokens hold by half and more: long enough to be running while the browser reads three batches.
     server = subprocess.Popen([servelab, "serve", "--preset", "small", "--port", "0", "--threads", "1",
                                "--max-num-seqs", "4", "--max-model-len", "512", "--block-size", "16",
+                               "--kv-cache-memory", "4194304",
                                "--trace", trace],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -59,7 +61,7 @@ def main():
             print("FAIL: no 'listening on' line:", line, server.stderr.read())
             return 1
         port = int(m.group(1))
-        clients = [threading.Thread(target=post, args=(port, 200, list(range(1 + i, 60 + i)))) for i in range(4)]
+        clients = [threading.Thread(target=post, args=(port, 400, list(range(1 + i, 60 + i)))) for i in range(4)]
         for c in clients:
             c.start()
         time.sleep(1.0)  # the requests are running: blocks are held
