@@ -22,6 +22,8 @@
 
 namespace servelab::jinja {
 
+struct Kwarg;
+
 /// An expression.
 struct Expr {
   /// What the node computes; the fields each kind uses are listed beside it.
@@ -48,9 +50,16 @@ struct Expr {
   Value value;                                       ///< Literal
   std::string name;                                  ///< Name, Attribute, Filter, Test, Binary
   std::vector<Expr> args;                            ///< operands, see Kind
-  std::vector<std::pair<std::string, Expr>> kwargs;  ///< Call, Filter
+  std::vector<Kwarg> kwargs;                         ///< Call, Filter
   std::vector<std::string> ops;                      ///< Compare: == != < <= > >= in "not in"
   bool negate = false;                               ///< Test: `is not`
+};
+
+/// A keyword argument of a call or filter, `name=value` (a struct, not a pair: a pair of the incomplete Expr
+/// inside Expr is not a complete type for clang's standard library checks).
+struct Kwarg {
+  std::string name;  ///< the keyword
+  Expr value;        ///< its expression
 };
 
 /// A statement, or a run of literal text.

@@ -776,7 +776,7 @@ class Parser {
       if (peek().type == Tok::Name && peek(1).type == Tok::Op && peek(1).text == "=") {
         std::string key = next().text;
         ++i_;
-        target.kwargs.emplace_back(std::move(key), parse_expression());
+        target.kwargs.push_back({std::move(key), parse_expression()});
       } else {
         if (!target.kwargs.empty()) error("a positional argument after a keyword argument");
         target.args.push_back(parse_expression());

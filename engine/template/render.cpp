@@ -373,7 +373,9 @@ class Renderer {
                      Scope local;
                      local.parent = root;
                      for (std::size_t i = 0; i < node->params.size(); ++i) {
-                       const auto& [name, def] = node->params[i];
+                       // Not a structured binding: clang 14 cannot capture one in the lambda below.
+                       const std::string& name = node->params[i].first;
+                       const Expr& def = node->params[i].second;
                        Value v;
                        if (i < args.positional.size()) {
                          v = args.positional[i];
