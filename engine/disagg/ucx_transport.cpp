@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <iostream>
 #include <cstring>
 #include <cstdlib>
 #include <string>
@@ -272,6 +273,12 @@ std::string first_reason(const std::string& text) {
 // unpacks the whole address, then finds no transport to reach it (UNREACHABLE, which is a pass), so
 // it never connects to the peer; the keys are unpacked on an endpoint to itself. Returns "" when
 // both unpack, else why not: UCX's own line and how the child ended.
+// How long one check may take: unpacking takes milliseconds; a child past this is stuck on a lock it
+// inherited (UCX's own, held by the parent's threads at the fork), which says nothing about the bytes.
+constexpr unsigned kCheckSeconds = 3;
+// What try_in_child() returns for a child that timed out instead of answering.
+const std::string kInconclusive = "inconclusive";
+
 std::string try_in_child(const std::vector<std::byte>& address, const std::vector<std::vector<std::byte>>& keys) {
   int out[2];
   check(::pipe(out) == 0, "peer transport address: cannot check it (pipe: ", std::strerror(errno), ")");
@@ -280,7 +287,7 @@ std::string try_in_child(const std::vector<std::byte>& address, const std::vecto
     ::dup2(out[1], STDERR_FILENO);
     ::dup2(out[1], STDOUT_FILENO);
     ::close(out[0]);
-    ::alarm(10);  // a child stuck on a lock some other thread of the parent held at the fork
+    ::alarm(kCheckSeconds);  // a child stuck on a lock some other thread of the parent held at the fork
     const char* what = "ucp_init (loopback only)";
     ucp_config_t* config = nullptr;
     ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
@@ -337,6 +344,7 @@ std::string try_in_child(const std::vector<std::byte>& address, const std::vecto
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) return kInconclusive;
   const std::string how = WIFSIGNALED(status) ? std::string("killed by ") + ::strsignal(WTERMSIG(status))
                                               : "exit status " + std::to_string(WEXITSTATUS(status));
   return first_reason(said) + " (tried in a child process: " + how + ")";
@@ -349,7 +357,14 @@ int UcxTransport::add_peer(const TransportInfo& info) {
   check(!address.empty(), "peer transport address is empty");
   std::vector<std::vector<std::byte>> keys;
   for (const RemoteRegion& r : info.regions) keys.push_back(from_hex(r.rkey, "peer remote key"));
-  if (const std::string why = try_in_child(address, keys); !why.empty())
+  // Garbage makes UCX abort or fail at once; a child that timed out hit an inherited lock, so it is tried
+  // again, and after three such tries the peer is accepted with a warning rather than refused.
+  std::string why = kInconclusive;
+  for (int attempt = 0; attempt < 3 && why == kInconclusive; ++attempt) why = try_in_child(address, keys);
+  if (why == kInconclusive)
+    std::cerr << "servelab: warning: the check of a peer's transport address timed out 3 times (" << kCheckSeconds
+              << " s each, a lock inherited at fork); the peer is accepted unchecked\n";
+  else if (!why.empty())
     fail("peer transport address or remote key refused: ", why);
   const int id = s_->next_peer++;
   State::Peer& p = s_->peers[id];

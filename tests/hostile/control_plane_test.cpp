@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -342,7 +343,14 @@ TEST_CASE("a keyed peer registering a UCX address that UCX cannot unpack is refu
   REQUIRE(refused.is_object());
   CHECK_THAT(refused["reason"].get<std::string>(),
              Catch::Contains("prefill worker") && Catch::Contains("transport") && Catch::Contains("child process"));
-  CHECK_THAT(fleet.scratch.text("prefill.log"), Catch::Contains("Assertion") || Catch::Contains("UCX"));
+  // The worker logs UCX's line as it refuses; the refusal can reach us before the log reaches its file.
+  std::string log;
+  for (int i = 0; i < 100; ++i) {
+    log = fleet.scratch.text("prefill.log");
+    if (log.find("Assertion") != std::string::npos || log.find("UCX") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK_THAT(log, Catch::Contains("Assertion") || Catch::Contains("UCX"));
   RawPeer peer(fleet.endpoint);
   const Message status = peer.status(kKey);
   REQUIRE(status.is_object());

@@ -34,15 +34,15 @@ TEST_CASE("random: splitmix64(x) is the first output of the stream seeded with x
 TEST_CASE("random: the standard normal draws have mean 0 and variance 1", "[random]") {
   // At 5 standard errors over 20,000 draws a correct sampler misses with probability below 1e-6;
   // the seed is fixed, so every run sees the same numbers.
-  constexpr double kSigmas = 5;
-  constexpr int kDraws = 20000;
+  constexpr double kNormalSigmas = 5;
+  constexpr int kNormalDraws = 20000;
   SplitMix64 rng(7);
   double sum = 0, sum2 = 0;
-  for (int i = 0; i < kDraws; ++i) {
+  for (int i = 0; i < kNormalDraws; ++i) {
     const double z = rng.normal();
     sum += z, sum2 += z * z;
   }
   // SE of the mean is 1 / sqrt(n); of the variance sqrt(2 / n).
-  CHECK(std::abs(sum / kDraws) < kSigmas / std::sqrt(kDraws));
-  CHECK(std::abs(sum2 / kDraws - 1) < kSigmas * std::sqrt(2.0 / kDraws));
+  CHECK(std::abs(sum / kNormalDraws) < kNormalSigmas / std::sqrt(kNormalDraws));
+  CHECK(std::abs(sum2 / kNormalDraws - 1) < kNormalSigmas * std::sqrt(2.0 / kNormalDraws));
 }
