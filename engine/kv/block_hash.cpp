@@ -10,7 +10,8 @@ namespace servelab {
 
 namespace {
 
-std::string_view bytes_of(const void* p, std::size_t n) { return {static_cast<const char*>(p), n}; }
+// [[maybe_unused]]: a starter tree stubs the only region that calls it.
+[[maybe_unused]] std::string_view bytes_of(const void* p, std::size_t n) { return {static_cast<const char*>(p), n}; }
 
 }  // namespace
 

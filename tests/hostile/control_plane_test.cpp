@@ -448,7 +448,7 @@ TEST_CASE("a prefill longer than --worker-timeout does not get the busy worker e
   fleet.worker("prefill", {.role = "prefill", .preset = "small", .blocks = 1024, .more = budget});
   fleet.worker("decode", {.role = "decode", .preset = "small", .blocks = 1024, .more = budget});
   wait_for_workers(fleet.endpoint, 1, 1, kStartTimeout);
-  const std::vector<ClientRequest> one{request(1000, 2)};
+  const std::vector<ClientRequest> one{request(600, 2)};
   const ClientResult r = run_client(fleet.endpoint, one, kRequestTimeout)[0];
   INFO("error: " << r.error << "\naccounting: " << r.accounting.dump()
                  << "\nrouter: " << fleet.scratch.text("router.log"));
