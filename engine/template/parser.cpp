@@ -7,6 +7,7 @@
 //   math1 (+ -) / concat (~) / math2 (* / // %) / pow (**) / unary (-, +)
 //   primary, then postfix (.name [item] (call)) and filters (| name, is test)
 #include <charconv>
+#include <cstdlib>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -662,7 +663,8 @@ class Parser {
     }
     if (t.type == Tok::Float) {
       ++i_;
-      return literal(Value::number(std::stod(t.text)), t.line);
+      // strtod, not stod: a literal past double's range is inf (or 0) as in Python, not an exception.
+      return literal(Value::number(std::strtod(t.text.c_str(), nullptr)), t.line);
     }
     if (at_op("(")) {
       ++i_;

@@ -181,6 +181,8 @@ TEST_CASE("loops, namespaces, macros and Python's values behave as in jinja2", "
         "<A:?><B:1>");
   CHECK(render("{{ none }} {{ [1, 'a', none, true, 1.5] }} {{ 7 / 2 }} {{ -7 // 2 }} {{ -7 % 3 }} {{ 1e20 }}") ==
         "None [1, 'a', None, True, 1.5] 3.5 -4 2 1e+20");
+  // A float literal past double's range is inf or 0, as Python's float() makes it (the fuzzer found it thrown).
+  CHECK(render("{{ 1e400 }} {{ -1e400 }} {{ 1e-400 }}") == "inf -inf 0.0");
   CHECK(render("{{ 1 ~ 2 + 3 if false else messages[1:3] | map(attribute='role') | join(',') }}") == "user,assistant");
   CHECK(render("{{ {'b': [1, 2.0, none], 'a': 'é\"'} | tojson }}") == R"({"b": [1, 2.0, null], "a": "é\""})");
   CHECK(render("{{ messages | selectattr('role', 'equalto', 'user') | list | length }}{{ 'x' is string }}"
