@@ -47,7 +47,8 @@ const std::vector<BlockHash>& KVCacheManager::block_hashes(const Request& reques
 KVCacheManager::ComputedBlocks KVCacheManager::get_computed_blocks(const Request& request) {
   ComputedBlocks hit;
   if (!enable_caching() || request.num_computed_tokens > 0 || tables_.contains(request.request_id)) return hit;
-  [[maybe_unused]] const std::vector<BlockHash>& hashes = block_hashes(request);  // a starter tree stubs the region that reads it
+  [[maybe_unused]] const std::vector<BlockHash>& hashes =
+      block_hashes(request);  // a starter tree stubs the region that reads it
   // BEGIN LAB04 SOLUTION: KVCacheManager::get_computed_blocks, the longest cached run of leading full blocks, short of the last token
   const std::size_t most = static_cast<std::size_t>((request.num_tokens() - 1) / block_size_);
   for (std::size_t i = 0; i < hashes.size() && i < most; ++i) {
@@ -115,7 +116,8 @@ void KVCacheManager::cache_blocks(const Request& request) {
   if (!enable_caching()) return;
   const auto it = tables_.find(request.request_id);
   if (it == tables_.end()) return;
-  [[maybe_unused]] const std::vector<BlockHash>& hashes = block_hashes(request);  // a starter tree stubs the region that reads it
+  [[maybe_unused]] const std::vector<BlockHash>& hashes =
+      block_hashes(request);  // a starter tree stubs the region that reads it
   // BEGIN LAB04 SOLUTION: KVCacheManager::cache_blocks, publish the blocks that are full and computed
   const int full = std::min(request.num_computed_tokens / block_size_, it->second.num_blocks());
   int& done = num_cached_[request.request_id];

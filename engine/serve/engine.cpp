@@ -149,7 +149,8 @@ Request& Engine::waiting_for_kv(int request_id, const char* what) {
 }
 
 void Engine::kv_arrived(int request_id, std::int32_t first_token, double first_token_time) {
-  [[maybe_unused]] Request& r = waiting_for_kv(request_id, "kv_arrived");  // a starter tree stubs the region that reads it
+  [[maybe_unused]] Request& r =
+      waiting_for_kv(request_id, "kv_arrived");  // a starter tree stubs the region that reads it
   const int vocab = model_ ? model_->config().vocab_size : sim_->config.vocab_size;
   check(first_token >= 0 && first_token < vocab, "first token ", first_token, " is outside the vocabulary [0, ", vocab,
         ")");

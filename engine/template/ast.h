@@ -45,14 +45,14 @@ struct Expr {
     TupleLiteral,  ///< (args...)
     DictLiteral,   ///< {args[0]: args[1], args[2]: args[3], ...}
   };
-  Kind kind = Kind::Literal;                         ///< what the expression is
-  int line = 0;                                      ///< 1-based template line
-  Value value;                                       ///< Literal
-  std::string name;                                  ///< Name, Attribute, Filter, Test, Binary
-  std::vector<Expr> args;                            ///< operands, see Kind
-  std::vector<Kwarg> kwargs;                         ///< Call, Filter
-  std::vector<std::string> ops;                      ///< Compare: == != < <= > >= in "not in"
-  bool negate = false;                               ///< Test: `is not`
+  Kind kind = Kind::Literal;     ///< what the expression is
+  int line = 0;                  ///< 1-based template line
+  Value value;                   ///< Literal
+  std::string name;              ///< Name, Attribute, Filter, Test, Binary
+  std::vector<Expr> args;        ///< operands, see Kind
+  std::vector<Kwarg> kwargs;     ///< Call, Filter
+  std::vector<std::string> ops;  ///< Compare: == != < <= > >= in "not in"
+  bool negate = false;           ///< Test: `is not`
 };
 
 /// A keyword argument of a call or filter, `name=value` (a struct, not a pair: a pair of the incomplete Expr

@@ -37,7 +37,7 @@ constexpr double kGradedAtol = 1e-5, kGradedRtol = 1e-5;
 /// Runs @p fn on one sequence: @p num_new queries after @p L - num_new cached tokens, heads @p shape.
 template <typename Fn>
 std::vector<float> graded_run(Fn fn, const KernelContext& ctx, const AttentionShape& shape, int L, int num_new,
-                           std::vector<float>& k, std::vector<float>& v, const std::vector<float>& q) {
+                              std::vector<float>& k, std::vector<float>& v, const std::vector<float>& q) {
   std::vector<float> out(q.size(), NAN);
   const KVView kv{k.data(), v.data(), static_cast<std::size_t>(shape.num_kv_heads * shape.head_dim), nullptr, 0};
   fn(ctx, out.data(), q.data(), {AttentionSeq{0, num_new, L - num_new, kv}}, shape);
@@ -146,8 +146,8 @@ TEST_CASE(
         const auto split = [pieces](const KernelContext& c, float* o, const float* qq,
                                     const std::vector<AttentionSeq>& s,
                                     const AttentionShape& sh) { attention_split_k(c, o, qq, s, sh, pieces); };
-        CHECK(
-            test::all_close(graded_run(split, KernelContext{&pool, det}, shape, L, num_new, k, v, q), ref, kGradedAtol, kGradedRtol));
+        CHECK(test::all_close(graded_run(split, KernelContext{&pool, det}, shape, L, num_new, k, v, q), ref,
+                              kGradedAtol, kGradedRtol));
       }
   }
 }

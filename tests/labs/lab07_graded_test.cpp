@@ -59,19 +59,22 @@ TEST_CASE("the transfer plan by hand: runs merge only where both sides' blocks a
     const std::vector<std::int32_t> src{4, 5, 6, 9}, dst{0, 1, 2, 3};
     const auto plan = plan_transfer(kGradedLayout, src, kGradedLayout, dst, 14, 1, 2);
     // Blocks 0-2 in one run of 12 rows, block 3 (src 9) alone with the 2 rows the 14 tokens fill; K then V.
-    CHECK(graded_describe(plan.descriptors) == plan_run(0, plan_at(1, 4), 96, plan_at(1, 0)) + " " + plan_run(0, plan_at(1, 9), 16, plan_at(1, 3)) + " " +
-                                            plan_run(1, plan_at(1, 4), 96, plan_at(1, 0)) + " " + plan_run(1, plan_at(1, 9), 16, plan_at(1, 3)));
+    CHECK(graded_describe(plan.descriptors) ==
+          plan_run(0, plan_at(1, 4), 96, plan_at(1, 0)) + " " + plan_run(0, plan_at(1, 9), 16, plan_at(1, 3)) + " " +
+              plan_run(1, plan_at(1, 4), 96, plan_at(1, 0)) + " " + plan_run(1, plan_at(1, 9), 16, plan_at(1, 3)));
     CHECK(plan.num_uncoalesced == 8);  // 2 regions x 1 layer x 4 blocks
     CHECK(plan.bytes == 2 * 14 * 8);
   }
   SECTION("consecutive on one side only: nothing merges across the break") {
     const std::vector<std::int32_t> src{0, 1, 2}, dst{5, 7, 8};
     const auto plan = plan_transfer(kGradedLayout, src, kGradedLayout, dst, 12, 0, 1);
-    CHECK(graded_describe(plan.descriptors) == plan_run(0, plan_at(0, 0), 32, plan_at(0, 5)) + " " + plan_run(0, plan_at(0, 1), 64, plan_at(0, 7)) + " " +
-                                            plan_run(1, plan_at(0, 0), 32, plan_at(0, 5)) + " " + plan_run(1, plan_at(0, 1), 64, plan_at(0, 7)));
+    CHECK(graded_describe(plan.descriptors) ==
+          plan_run(0, plan_at(0, 0), 32, plan_at(0, 5)) + " " + plan_run(0, plan_at(0, 1), 64, plan_at(0, 7)) + " " +
+              plan_run(1, plan_at(0, 0), 32, plan_at(0, 5)) + " " + plan_run(1, plan_at(0, 1), 64, plan_at(0, 7)));
     const auto swapped = plan_transfer(kGradedLayout, dst, kGradedLayout, src, 12, 0, 1);
-    CHECK(graded_describe(swapped.descriptors) == plan_run(0, plan_at(0, 5), 32, plan_at(0, 0)) + " " + plan_run(0, plan_at(0, 7), 64, plan_at(0, 1)) + " " +
-                                               plan_run(1, plan_at(0, 5), 32, plan_at(0, 0)) + " " + plan_run(1, plan_at(0, 7), 64, plan_at(0, 1)));
+    CHECK(graded_describe(swapped.descriptors) ==
+          plan_run(0, plan_at(0, 5), 32, plan_at(0, 0)) + " " + plan_run(0, plan_at(0, 7), 64, plan_at(0, 1)) + " " +
+              plan_run(1, plan_at(0, 5), 32, plan_at(0, 0)) + " " + plan_run(1, plan_at(0, 7), 64, plan_at(0, 1)));
   }
   SECTION("every layer, a table longer than the tokens need, one token in the last block") {
     const std::vector<std::int32_t> src{2, 3, 11, 12, 13}, dst{6, 7, 8, 9, 10};
@@ -81,7 +84,8 @@ TEST_CASE("the transfer plan by hand: runs merge only where both sides' blocks a
       for (int region = 0; region < 2; ++region) {
         const std::size_t i = static_cast<std::size_t>(layer * 4 + region * 2);
         CHECK(graded_describe({plan.descriptors[i], plan.descriptors[i + 1]}) ==
-              plan_run(region, plan_at(layer, 2), 64, plan_at(layer, 6)) + " " + plan_run(region, plan_at(layer, 11), 8, plan_at(layer, 8)));
+              plan_run(region, plan_at(layer, 2), 64, plan_at(layer, 6)) + " " +
+                  plan_run(region, plan_at(layer, 11), 8, plan_at(layer, 8)));
       }
     CHECK(plan.num_uncoalesced == 2 * 3 * 3);
     CHECK(plan.bytes == 2 * 3 * 9 * 8);
@@ -92,8 +96,8 @@ TEST_CASE("the transfer plan by hand: runs merge only where both sides' blocks a
     large.num_blocks = 40;
     const std::vector<std::int32_t> src{1}, dst{30};
     const auto plan = plan_transfer(kGradedLayout, src, large, dst, 3, 2, 3);
-    CHECK(graded_describe(plan.descriptors) ==
-          plan_run(0, plan_at(2, 1), 24, (2 * 40 + 30) * 32) + " " + plan_run(1, plan_at(2, 1), 24, (2 * 40 + 30) * 32));
+    CHECK(graded_describe(plan.descriptors) == plan_run(0, plan_at(2, 1), 24, (2 * 40 + 30) * 32) + " " +
+                                                   plan_run(1, plan_at(2, 1), 24, (2 * 40 + 30) * 32));
   }
 }
 
