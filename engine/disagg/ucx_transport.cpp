@@ -266,21 +266,25 @@ std::string first_reason(const std::string& text) {
   return line.substr(0, 300);
 }
 
+// How long one check may take: unpacking takes milliseconds; a child past this is stuck on a lock it
+// inherited (UCX's own, held by the parent's threads at the fork), which says nothing about the bytes.
+// The worker's message loop waits for the check, so a stuck child must not hold it past the router's patience.
+constexpr unsigned kCheckSeconds = 2;
+
+// What the child's check found: the bytes unpack, they do not (and why), or the child timed out.
+struct PeerCheck {
+  enum class Verdict { passed, refused, timed_out } verdict = Verdict::passed;
+  std::string why{};  // refused: UCX's own line and how the child ended
+};
+
 // UCX 1.13 trusts the bytes of a worker address and of a remote key as it unpacks them (it is
 // given no length): garbage ends the process in one of its assertions (SIGABRT) or reads past
 // the buffer. So a peer's address and keys are first unpacked in a forked child, whose death costs
 // nothing. The child makes a UCX context of its own with the loopback transport only (self): it
 // unpacks the whole address, then finds no transport to reach it (UNREACHABLE, which is a pass), so
-// it never connects to the peer; the keys are unpacked on an endpoint to itself. Returns "" when
-// both unpack, else why not: UCX's own line and how the child ended.
-// How long one check may take: unpacking takes milliseconds; a child past this is stuck on a lock it
-// inherited (UCX's own, held by the parent's threads at the fork), which says nothing about the bytes.
-// The worker's message loop waits for the check, so a stuck child must not hold it past the router's patience.
-constexpr unsigned kCheckSeconds = 2;
-// What try_in_child() returns for a child that timed out instead of answering.
-const std::string kInconclusive = "inconclusive";
-
-std::string try_in_child(const std::vector<std::byte>& address, const std::vector<std::vector<std::byte>>& keys) {
+// it never connects to the peer; the keys are unpacked on an endpoint to itself. Says whether
+// both unpack, and why not when they do not.
+PeerCheck try_in_child(const std::vector<std::byte>& address, const std::vector<std::vector<std::byte>>& keys) {
   int out[2];
   check(::pipe(out) == 0, "peer transport address: cannot check it (pipe: ", std::strerror(errno), ")");
   const pid_t pid = ::fork();
@@ -344,11 +348,12 @@ std::string try_in_child(const std::vector<std::byte>& address, const std::vecto
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) return kInconclusive;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) return {.verdict = PeerCheck::Verdict::timed_out};
   const std::string how = WIFSIGNALED(status) ? std::string("killed by ") + ::strsignal(WTERMSIG(status))
                                               : "exit status " + std::to_string(WEXITSTATUS(status));
-  return first_reason(said) + " (tried in a child process: " + how + ")";
+  return {.verdict = PeerCheck::Verdict::refused,
+          .why = first_reason(said) + " (tried in a child process: " + how + ")"};
 }
 
 }  // namespace
@@ -360,12 +365,12 @@ int UcxTransport::add_peer(const TransportInfo& info) {
   for (const RemoteRegion& r : info.regions) keys.push_back(from_hex(r.rkey, "peer remote key"));
   // Garbage makes UCX abort or fail at once; a child that timed out hit an inherited lock, which says nothing
   // about the bytes, so the peer is accepted with a warning rather than refused.
-  const std::string why = try_in_child(address, keys);
-  if (why == kInconclusive)
+  const PeerCheck checked = try_in_child(address, keys);
+  if (checked.verdict == PeerCheck::Verdict::timed_out)
     std::cerr << "servelab: warning: the check of a peer's transport address timed out after " << kCheckSeconds
               << " s (a lock inherited at fork); the peer is accepted unchecked\n";
-  else if (!why.empty())
-    fail("peer transport address or remote key refused: ", why);
+  else if (checked.verdict == PeerCheck::Verdict::refused)
+    fail("peer transport address or remote key refused: ", checked.why);
   const int id = s_->next_peer++;
   State::Peer& p = s_->peers[id];
   ucp_ep_params_t params = endpoint_params(address, &p.error);
