@@ -4,14 +4,18 @@
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <fstream>
 #include <ctime>
 #include <mutex>
+#include <new>
 #include <system_error>
 #include <thread>
 
@@ -132,6 +136,26 @@ void block_sigpipe() {
   pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
 }
 
+// Why one more request thread should not start, or "" when it may: under ulimit -v, threads started until
+// one fails would leave the running ones no address space to allocate in as they finish, and an allocation
+// that fails inside a destructor that may not throw (nlohmann::json's) ends the process. So a thread starts
+// only while its stack and 256 MiB for the running ones (room for a few more malloc arenas of 64 MiB) still
+// fit under the limit.
+std::string address_space_short() {
+  rlimit limit{}, stack{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "";
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0;
+  if (!(statm >> pages)) return "";
+  const std::size_t used = pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  // glibc gives a thread the stack size of ulimit -s (8 MiB unless set; 2 MiB when unlimited).
+  const bool stack_known = ::getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY;
+  const std::size_t need = (stack_known ? stack.rlim_cur : 2u << 20) + (256u << 20);
+  if (used + need <= limit.rlim_cur) return "";
+  return "ulimit -v leaves " + std::to_string((limit.rlim_cur - std::min<std::size_t>(used, limit.rlim_cur)) >> 20) +
+         " MiB of address space, a thread's stack and headroom need " + std::to_string(need >> 20) + " MiB";
+}
+
 std::string ms_line(const char* label, double seconds) {
   char buf[96];
   std::snprintf(buf, sizeof buf, "%-40s %-10.2f\n", label, seconds * 1e3);
@@ -158,8 +182,11 @@ BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchC
   std::mutex mutex;
   std::condition_variable slot_freed;
   int in_flight = 0, done = 0;
-  std::vector<std::thread> threads;
+  // jthreads: anything that leaves this function early (out of memory while starting them) joins the started
+  // ones first, where std::thread's destructor would end the process.
+  std::vector<std::jthread> threads;
   threads.reserve(workload.size());
+  std::string out_of_threads;  // why a request thread could not start; the rest are not tried
   const double zero = now_seconds();
   SplitMix64 rng(request_seed(config.seed, 0, 4));
   for (std::size_t i = 0; i < workload.size(); ++i) {
@@ -178,22 +205,39 @@ BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchC
       std::lock_guard lock(mutex);
       --in_flight;
       ++done;
-      if (on_done) on_done(done, static_cast<int>(workload.size()));
+      try {
+        if (on_done) on_done(done, static_cast<int>(workload.size()));
+      } catch (const std::exception&) {  // a progress line that could not be made (out of memory) is skipped
+      }
       slot_freed.notify_one();
     };
+    if (out_of_threads.empty())
+      if (const std::string why = address_space_short(); !why.empty())
+        out_of_threads = "cannot start a request thread (" + why + "); lower --max-concurrency or --num-prompts";
+    if (!out_of_threads.empty()) {
+      result.requests[i].error = out_of_threads;
+      finished();
+      continue;
+    }
     try {
       threads.emplace_back([&, i, hang_up_after, finished] {
-        send_one(workload[i], config, zero, hang_up_after, result.requests[i]);
+        try {
+          send_one(workload[i], config, zero, hang_up_after, result.requests[i]);
+        } catch (const std::bad_alloc&) {  // this request fails, the run goes on
+          result.requests[i].error = "out of memory in the client; lower --max-concurrency or --num-prompts";
+        }
         finished();
       });
-    } catch (const std::system_error& e) {
-      // Out of threads (ulimit -u, memory): this request fails with the reason; the started ones still finish.
-      result.requests[i].error =
+    } catch (const std::exception& e) {
+      // Out of threads (ulimit -u, memory: system_error, or bad_alloc for the thread's state): this request
+      // and the rest fail with the reason; the started ones still finish.
+      out_of_threads =
           std::string("cannot start a request thread (") + e.what() + "); lower --max-concurrency or --num-prompts";
+      result.requests[i].error = out_of_threads;
       finished();
     }
   }
-  for (auto& t : threads) t.join();
+  threads.clear();  // joins them
   result.duration = now_seconds() - zero;
   return result;
 }
