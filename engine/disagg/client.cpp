@@ -75,10 +75,13 @@ void wait_for_workers(const std::string& endpoint, int prefill, int decode, doub
   zmq::socket_t socket = connect_dealer(context, endpoint);
   const double deadline = now_seconds() + timeout;
   int have_prefill = 0, have_decode = 0;
+  // With both roles asked for, a worker counts once it has linked to a partner (each added the other's
+  // transport): before that a request would wait in the router, and its TTFT would time the handshake.
+  const char* counted = prefill > 0 && decode > 0 ? "linked" : "workers";
   while (now_seconds() < deadline) {
     send_message(socket, keyed({{"type", "status"}}, key));
     if (const auto m = receive_message(socket, 200); m && (*m)["type"] == "status") {
-      const Message& w = m->at("workers");
+      const Message& w = m->at(counted);
       const auto count = [&](const char* role) { return static_cast<int>(field_int(w, role, 0, 1 << 20)); };
       have_prefill = count("prefill") + count("both");
       have_decode = count("decode") + count("both");
@@ -86,8 +89,9 @@ void wait_for_workers(const std::string& endpoint, int prefill, int decode, doub
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  fail("router ", endpoint, ": ", have_prefill, " prefill and ", have_decode, " decode workers registered within ",
-       timeout, " s (waited for ", prefill, " and ", decode, ")");
+  fail("router ", endpoint, ": ", have_prefill, " prefill and ", have_decode, " decode workers ",
+       counted == std::string("linked") ? "registered and linked" : "registered", " within ", timeout,
+       " s (waited for ", prefill, " and ", decode, ")");
 }
 
 void shutdown_router(const std::string& endpoint, const std::string& key) {

@@ -45,6 +45,8 @@ std::vector<ClientResult> run_client(const std::string& endpoint, std::span<cons
  * @brief Waits until the router at @p endpoint has at least @p prefill
  *        workers that can prefill and @p decode that can decode (a worker of
  *        role both counts for each), so that timing starts on a whole fleet.
+ *        With both counts above 0, only workers linked to a partner count
+ *        (each has added the other's transport and said `peer_added`).
  *        @p key is the cluster key, as for run_client().
  * @throws Error naming the endpoint and the counts when @p timeout seconds pass first.
  */

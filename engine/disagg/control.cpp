@@ -87,6 +87,7 @@ const std::array kSchemas{
     Schema{"finished", kWorker, {{"req", Kind::REQ}, kAccounting}},
     Schema{"failed", kWorker, {{"req", Kind::REQ}, {"reason", Kind::STRING}}},
     Schema{"peer_refused", kWorker, {{"worker_id", Kind::ID}, {"reason", Kind::STRING}}},
+    Schema{"peer_added", kWorker, {{"worker_id", Kind::ID}}},
     // The router's, to a worker.
     Schema{"heartbeat", kRouter, {}},
     Schema{"registered",

@@ -172,6 +172,7 @@ class Router {
     }
     workers_.at(from).last_seen = now_seconds();
     if (type == "peer_refused") return peer_refused(from, m);
+    if (type == "peer_added") return peer_added(from, m);
     const std::int64_t req = field_int(m, "req", 0, std::numeric_limits<std::int64_t>::max());
     const auto it = requests_.find(req);
     if (it == requests_.end()) {
@@ -348,12 +349,11 @@ class Router {
       const auto it = requests_.find(req);
       if (it == requests_.end()) continue;
       RoutedRequest& r = it->second;
-      // Both roles must be there: a request arriving while workers start waits for them.
-      const bool ready = !of_role("prefill").empty();
-      r.decode = ready ? pick("decode") : "";
+      // A request arriving while workers start, or before a pair has linked, waits for one.
+      r.decode = pick("decode");
       if (r.decode.empty()) {
         if (now_seconds() - r.submitted > config_.request_timeout) {
-          fail_request(req, "no prefill and decode worker pair registered within --request-timeout");
+          fail_request(req, "no linked prefill and decode worker pair within --request-timeout");
           continue;
         }
         pending_.push_front(req);
@@ -378,14 +378,29 @@ class Router {
           req, "no word from its workers within --request-timeout " + std::to_string(config_.request_timeout) + " s");
   }
 
-  // Identities of the workers that can take @p role: those of that role and those of both; with a
-  // @p partner, only those whose transport and the partner's have not refused each other.
+  // Whether workers @p a and @p b have each added the other's transport (both said peer_added): only then
+  // can KV move between them. Until then a request for the pair waits; it is not sent to fail on a timeout.
+  bool linked(const std::string& a, const std::string& b) const {
+    return linked_.count({a, b}) && linked_.count({b, a});
+  }
+
+  // Identities of the workers that can serve @p role now: those of that role or of both, linked to
+  // @p partner when one is named. Without a partner, a decode worker needs some linked prefill worker
+  // unless it is of both roles (it then prefills its own requests).
   std::vector<std::string> of_role(const std::string& role, const std::string& partner = "") const {
+    const auto has_prefill_partner = [&](const std::string& decode) {
+      return std::any_of(workers_.begin(), workers_.end(), [&](const auto& p) {
+        return (p.second.role == "prefill" || p.second.role == "both") && linked(p.first, decode);
+      });
+    };
     std::vector<std::string> out;
-    for (const auto& [identity, w] : workers_)
-      if ((w.role == role || w.role == "both") &&
-          (partner.empty() || (!refused_.count({identity, partner}) && !refused_.count({partner, identity}))))
-        out.push_back(identity);
+    for (const auto& [identity, w] : workers_) {
+      if (w.role != role && w.role != "both") continue;
+      const bool ready = !partner.empty()    ? linked(identity, partner)
+                         : role == "decode"  ? w.role == "both" || has_prefill_partner(identity)
+                                             : true;
+      if (ready) out.push_back(identity);
+    }
     return out;
   }
 
@@ -396,14 +411,25 @@ class Router {
     return able[next_of_role_[role]++ % able.size()];
   }
 
-  // The registered workers by role, for a client that waits for its fleet before timing anything.
+  // The registered workers by role, and those of them linked to a partner (of both roles: always), for a
+  // client that waits for its fleet before timing anything.
   void send_status(const std::string& to) {
-    Message workers = Message::object();
-    for (const char* role : {"prefill", "decode", "both"}) workers[role] = 0;
-    for (const auto& [identity, w] : workers_) workers[w.role] = workers[w.role].get<int>() + 1;
-    send_message(
-        socket_, to,
-        {{"type", "status"}, {"workers", workers}, {"requests", requests_.size()}, {"malformed_messages", malformed_}});
+    Message workers = Message::object(), paired = Message::object();
+    for (const char* role : {"prefill", "decode", "both"}) workers[role] = paired[role] = 0;
+    for (const auto& entry : workers_) {
+      const Worker& w = entry.second;
+      workers[w.role] = workers[w.role].get<int>() + 1;
+      const bool has_partner = w.role == "both" || std::any_of(workers_.begin(), workers_.end(), [&](const auto& p) {
+                                 return p.second.role != w.role && linked(entry.first, p.first);
+                               });
+      if (has_partner) paired[w.role] = paired[w.role].get<int>() + 1;
+    }
+    send_message(socket_, to,
+                 {{"type", "status"},
+                  {"workers", workers},
+                  {"linked", paired},
+                  {"requests", requests_.size()},
+                  {"malformed_messages", malformed_}});
   }
 
   void fail_request(std::int64_t req, const std::string& reason) {
@@ -423,30 +449,49 @@ class Router {
     if (ended_.size() > kEndedKept) ended_.erase(ended_.begin());
   }
 
+  // The identity of the worker m["worker_id"] names in @p from's message @p type about it: one that @p from
+  // was handed the transport of (it can take the other role, or one of the two is of both roles).
+  std::string paired_peer(const std::string& from, const Message& m, const char* type) const {
+    const std::int64_t id = field_int(m, "worker_id", 0, std::numeric_limits<std::int32_t>::max());
+    const auto target =
+        std::find_if(workers_.begin(), workers_.end(), [&](const auto& w) { return w.second.id == id; });
+    check(target != workers_.end() && target->first != from, type, ": no other worker ", id, " is registered");
+    const std::string& role = target->second.role;
+    const std::string& own_role = workers_.at(from).role;
+    check(role == "both" || own_role == "both" || own_role != role, type, ": ", describe(from),
+          " is never paired with ", describe(target->first));
+    return target->first;
+  }
+
   // Worker @p from could not use the transport address or keys of the worker m["worker_id"] names (a
   // registration UCX cannot unpack): the two are never paired, and a worker that every worker of the other
   // role has refused is refused itself, as at registration, with the reason. A worker's word thus changes
   // only its own pairings, unless no other partner is left.
   void peer_refused(const std::string& from, const Message& m) {
-    const std::int64_t id = field_int(m, "worker_id", 0, std::numeric_limits<std::int32_t>::max());
-    const auto target =
-        std::find_if(workers_.begin(), workers_.end(), [&](const auto& w) { return w.second.id == id; });
-    check(target != workers_.end() && target->first != from, "peer_refused: no other worker ", id, " is registered");
-    const std::string identity = target->first, reason = field_string(m, "reason");
-    const std::string& role = target->second.role;
+    const std::string identity = paired_peer(from, m, "peer_refused"), reason = field_string(m, "reason");
+    const std::string& role = workers_.at(identity).role;
     const std::string other = role == "prefill" ? "decode" : "prefill";
-    // Only a worker that was handed this peer's transport (one that can take the other role) may refuse it.
-    const std::string& own_role = workers_.at(from).role;
-    check(role == "both" || own_role == other || own_role == "both", "peer_refused: ", describe(from),
-          " is never paired with ", describe(identity));
     refused_.insert({from, identity});
     std::cerr << "servelab router: " << describe(from) << " cannot reach " << describe(identity) << ": " << reason
               << "\n";
     if (role == "both") return;  // it can serve its requests alone
-    if (!of_role(other, identity).empty()) return;
+    const bool some_accept = std::any_of(workers_.begin(), workers_.end(), [&](const auto& w) {
+      return (w.second.role == other || w.second.role == "both") && !refused_.count({w.first, identity}) &&
+             !refused_.count({identity, w.first});
+    });
+    if (some_accept) return;
     send_message(socket_, identity,
                  {{"type", "refused"}, {"reason", describe(from) + " cannot use this worker's transport: " + reason}});
     remove_worker(identity, "refused by every worker of the other role");
+  }
+
+  // Worker @p from has added the transport of the worker m["worker_id"] names: once the other has added
+  // @p from's too, the two may be paired, and requests waiting for a pair are dispatched.
+  void peer_added(const std::string& from, const Message& m) {
+    const std::string identity = paired_peer(from, m, "peer_added");
+    if (refused_.count({from, identity})) return;  // a refusal stands
+    linked_.insert({from, identity});
+    dispatch();
   }
 
   void evict_silent(double now) {
@@ -470,7 +515,8 @@ class Router {
     for (const auto& [req, r] : requests_)
       if (r.prefill == identity || r.decode == identity) failed.push_back(req);
     for (std::int64_t req : failed) fail_request(req, gone.role + " worker " + std::to_string(gone.id) + " " + why);
-    std::erase_if(refused_, [&](const auto& pair) { return pair.first == identity || pair.second == identity; });
+    for (auto* pairs : {&refused_, &linked_})
+      std::erase_if(*pairs, [&](const auto& pair) { return pair.first == identity || pair.second == identity; });
     for (auto& [other, w] : workers_) send_message(socket_, other, {{"type", "peer_gone"}, {"worker_id", gone.id}});
   }
 
@@ -483,6 +529,7 @@ class Router {
   static constexpr std::size_t kEndedKept = 4096;                      // ended requests remembered
   std::map<std::int64_t, std::pair<std::string, std::string>> ended_;  // request -> its (prefill, decode) workers
   std::set<std::pair<std::string, std::string>> refused_;  // (worker, peer whose transport it could not use)
+  std::set<std::pair<std::string, std::string>> linked_;   // (worker, peer whose transport it has added)
   std::deque<std::int64_t> pending_;  // waiting for decode blocks, oldest first
   int next_worker_ = 0;
   std::int64_t next_req_ = 0;

@@ -20,7 +20,14 @@
  * With several workers of a role (xPyD), each role takes turns round robin,
  * and a request's accounting names the prefill and decode workers that
  * served it; a client's `status` message is answered with the registered
- * workers by role (wait_for_workers() in client.h).
+ * workers by role, and those linked (wait_for_workers() in client.h).
+ *
+ * Linking: the router relays each registration to the workers of the other
+ * role (`peer`); each adds the transport and answers `peer_added` (or
+ * `peer_refused`, with UCX's reason). Only a pair that has added each other
+ * is given requests; a request arriving before any pair has linked waits,
+ * so a slow handshake delays a first request rather than failing it on the
+ * decode worker's --kv-timeout.
  *
  * Trusting nobody: every frame is parsed against control.h's schema for its
  * sender (a registered identity is a worker; any other peer a client, which

@@ -240,6 +240,7 @@ class Worker {
       throw;
     }
     context_.peers[id] = {handle, layout};
+    context_.send({{"type", "peer_added"}, {"worker_id", id}});  // the router pairs the two once both have said so
   }
 
   WorkerConfig c_;

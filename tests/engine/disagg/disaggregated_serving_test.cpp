@@ -187,7 +187,7 @@ TEST_CASE("2P2D: each role takes turns, every request is served right, and every
   Cluster cluster({.prefill_workers = 2, .decode_workers = 2});
   wait_for_workers(cluster.endpoint, 2, 2, kStartTimeout, cluster.key);
   CHECK_THROWS_WITH(wait_for_workers(cluster.endpoint, 3, 2, 0.3, cluster.key),
-                    Catch::Contains("2 prefill and 2 decode workers registered within 0.3 s"));
+                    Catch::Contains("2 prefill and 2 decode workers registered and linked within 0.3 s"));
   const std::vector<ClientResult> results = serve_checked(cluster);
   std::set<int> prefill_ids, decode_ids;
   for (const ClientResult& r : results) {
