@@ -20,7 +20,9 @@ every graded test that failed and the points lost.
 --sample N takes the first N mutants (by name) of each region: --sample 1 is
 the fast form, one per region. --stubs also grades each lab with all of its
 regions stubbed (the starter tree's state) and with none, and reports the
-points each earns. --table writes the Markdown table (mutant, what it gets
+points each earns; with the lab stubbed it grades every earlier lab too,
+which must keep all of its reference points (a starter tree of lab N must
+not break labs 01 to N-1). --table writes the Markdown table (mutant, what it gets
 wrong, the tests that caught it, points lost; and the stub rows) to a file.
 Exit status 0 when every mutant is caught and no stubbed lab earns more than
 10% of its points; 1 otherwise; 2 on bad usage or when the reference itself
@@ -151,6 +153,7 @@ def main():
     if args.sample < 0:
         fail_usage(f"--sample must be >= 0 (0 = every mutant), got {args.sample}")
     labs = sorted(p.name[3:] for p in MUTANTS.glob("lab[0-9][0-9]")) if MUTANTS.is_dir() else []
+    all_labs = list(labs)
     if not labs:
         print("mutants.py: no tests/labs/mutants/labNN folder (a starter tree?): nothing to run")
         return 0
@@ -165,6 +168,7 @@ def main():
     sync(work)
 
     rows, stub_rows, problems = [], [], []
+    references = {}  # lab -> (points, possible) of the reference
     started = time.monotonic()
     for lab in labs:
         by_region = collections.defaultdict(list)
@@ -179,17 +183,33 @@ def main():
         failing = [n for n, (res, _) in reference.items() if res == "failed"]
         if not reference or failing:
             fail_usage(f"lab {lab}: the reference does not pass its own grade: {'; '.join(failing) or 'no tests'}")
+        references[lab] = score(reference)
         if args.stubs:
             saved = stub_lab(work, lab)
             ok, log = build(work, lab, args.hidden)
             earned, possible = score(grade(work, lab, args.hidden)) if ok else (0, score(reference)[1])
+            earlier = []  # (lab, points earned with this lab stubbed, reference points)
+            for before in (m for m in all_labs if m < lab):
+                if before not in references:  # --labs skipped it: its reference grade, then back to the stub
+                    restored = {f: (work / f).read_text() for f in saved}
+                    for f, text in saved.items():
+                        (work / f).write_text(text)
+                    built, _ = build(work, before, args.hidden)
+                    references[before] = score(grade(work, before, args.hidden)) if built else (0, 0)
+                    for f, text in restored.items():
+                        (work / f).write_text(text)
+                built, _ = build(work, before, args.hidden)
+                got = score(grade(work, before, args.hidden))[0] if built else 0
+                earlier.append((before, got, references[before][0]))
+                if got < references[before][0]:
+                    problems.append(f"lab {lab} stubbed: lab {before} earns {got} of its {references[before][0]} points")
             for f, text in saved.items():
                 (work / f).write_text(text)
             stub_rows.append((lab, earned, possible, score(reference)))
             if earned > STUB_SHARE * possible:
                 problems.append(f"lab {lab} with every region stubbed earns {earned} of {possible} points")
-            print(f"lab {lab}: stubbed {earned}/{possible}, reference {score(reference)[0]}/{score(reference)[1]}",
-                  flush=True)
+            print(f"lab {lab}: stubbed {earned}/{possible}, reference {score(reference)[0]}/{score(reference)[1]}"
+                  + "".join(f"; lab {m} {g}/{r}" for m, g, r in earlier), flush=True)
         for path in chosen:
             region, description = read_mutant(path)
             patch(work, path)

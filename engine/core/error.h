@@ -22,6 +22,17 @@ class Error : public std::runtime_error {
 };
 
 /**
+ * @brief A part of a lab a student has still to write: what a starter tree's
+ *        stub throws (core/not_implemented.h). An Error, so front ends print
+ *        it as any; a lab that checks itself against a later lab's code
+ *        catches it to skip that check rather than fail.
+ */
+class NotImplemented : public Error {
+ public:
+  using Error::Error;
+};
+
+/**
  * @brief Throws an Error whose message is the concatenation of @p parts.
  * @param parts anything with an `operator<<` to std::ostream.
  */

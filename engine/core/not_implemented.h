@@ -7,7 +7,7 @@
  * A macro rather than a call to fail(), because some regions sit in functions
  * that CUDA kernels call too (KVView::row): on the device there is no
  * exception to throw, so a kernel that reaches a stub traps, and the host
- * side of the same function throws servelab::Error with the message.
+ * side of the same function throws servelab::NotImplemented with the message.
  */
 #pragma once
 
@@ -21,6 +21,6 @@
     __builtin_unreachable();              \
   } while (0)
 #else
-/// Host code: throws servelab::Error(@p message), e.g. "not implemented: lab 04, BlockPool::get_new_blocks".
-#define SERVELAB_NOT_IMPLEMENTED(message) ::servelab::fail(message)
+/// Host code: throws servelab::NotImplemented(@p message), e.g. "not implemented: lab 04, BlockPool::get_new_blocks".
+#define SERVELAB_NOT_IMPLEMENTED(message) throw ::servelab::NotImplemented(message)
 #endif

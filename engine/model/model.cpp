@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "core/error.h"
 #include "kernels/attention.h"
@@ -109,23 +110,29 @@ std::unique_ptr<Model> Model::from_preset(const std::string& name, std::uint64_t
   return std::make_unique<Model>(std::move(config), std::move(weights), options);
 }
 
-void Model::check_batch(const Batch& batch, const KVCache& cache) const {
+void Model::check_batch(const Batch& batch, const KVCache* cache) const {
   // A host cache's rows cannot be read by a kernel, nor a device cache's by the CPU.
-  check(cache.on_device() == (device_ != nullptr), "the KV cache is in ", cache.on_device() ? "device" : "host",
-        " memory but the model runs on --backend ", device_ ? "cuda" : "cpu",
-        "; make the cache with Model::make_kv_cache()");
+  if (cache)
+    check(cache->on_device() == (device_ != nullptr), "the KV cache is in ", cache->on_device() ? "device" : "host",
+          " memory but the model runs on --backend ", device_ ? "cuda" : "cpu",
+          "; make the cache with Model::make_kv_cache()");
   int rows = 0;
   for (const auto& s : batch.seqs) {
     check(s.num_new_tokens > 0 && s.num_computed_tokens >= 0, "batch: a sequence needs at least one new token");
     const int end = s.num_computed_tokens + s.num_new_tokens;
     check(end <= config_.max_position_embeddings, "sequence of ", end, " tokens exceeds max_position_embeddings (",
           config_.max_position_embeddings, ") of model ", config_.name);
-    const long capacity = static_cast<long>(s.block_table.size()) * cache.block_size();
-    check(end <= capacity, "batch: a block table of ", s.block_table.size(), " blocks of ", cache.block_size(),
+    rows += s.num_new_tokens;
+    if (!cache) {
+      check(s.num_computed_tokens == 0, "batch: a step without a KV cache has no cached tokens, but a sequence has ",
+            s.num_computed_tokens);
+      continue;
+    }
+    const long capacity = static_cast<long>(s.block_table.size()) * cache->block_size();
+    check(end <= capacity, "batch: a block table of ", s.block_table.size(), " blocks of ", cache->block_size(),
           " tokens holds ", capacity, " tokens but the sequence needs ", end);
     for (std::int32_t b : s.block_table)
-      check(b >= 0 && b < cache.num_blocks(), "batch: block ", b, " out of range [0, ", cache.num_blocks(), ")");
-    rows += s.num_new_tokens;
+      check(b >= 0 && b < cache->num_blocks(), "batch: block ", b, " out of range [0, ", cache->num_blocks(), ")");
   }
   check(rows == batch.num_tokens(), "batch: sequences cover ", rows, " tokens but token_ids has ", batch.num_tokens());
   for (std::int32_t id : batch.token_ids)
@@ -189,32 +196,71 @@ void Model::count_step(const Batch& batch) {
   // END LAB03 SOLUTION
 }
 
+namespace {
+
+// The greedy choice of each of the @p logits' rows of @p vocab_size (servelab::argmax).
+std::vector<std::int32_t> argmax_rows(std::span<const float> logits, int vocab_size) {
+  const auto V = static_cast<std::size_t>(vocab_size);
+  std::vector<std::int32_t> tokens(logits.size() / V);
+  for (std::size_t r = 0; r < tokens.size(); ++r) tokens[r] = argmax(logits.subspan(r * V, V));
+  return tokens;
+}
+
+}  // namespace
+
+void Model::device_step_done() const {
+  if (layer_hook_)
+    for (int l = 0; l < config_.num_hidden_layers; ++l) layer_hook_(l);
+}
+
+std::pair<std::unique_ptr<KVCache>, Batch> Model::scratch_cache(const Batch& batch) const {
+  int longest = 1;
+  for (const SequenceChunk& s : batch.seqs) longest = std::max(longest, s.num_new_tokens);
+  std::pair<std::unique_ptr<KVCache>, Batch> out{make_kv_cache(static_cast<int>(batch.seqs.size()), longest), batch};
+  for (std::size_t i = 0; i < out.second.seqs.size(); ++i) out.second.seqs[i].block_table = {static_cast<int>(i)};
+  return out;
+}
+
 std::vector<std::int32_t> Model::forward_greedy(const Batch& batch, KVCache& cache) {
-  if (device_) {
-    check_batch(batch, cache);
-    count_step(batch);
-    std::vector<std::int32_t> tokens = device_->forward_greedy(batch, cache);  // argmax on the device: 4 bytes per row
-    if (layer_hook_)
-      for (int l = 0; l < config_.num_hidden_layers; ++l) layer_hook_(l);
-    return tokens;
-  }
-  const std::vector<float> logits = forward(batch, cache);
-  const auto V = static_cast<std::size_t>(config_.vocab_size);
-  std::vector<std::int32_t> tokens(batch.logits_indices.size());
-  for (std::size_t r = 0; r < tokens.size(); ++r) tokens[r] = argmax(std::span(logits).subspan(r * V, V));
+  if (!device_) return argmax_rows(forward(batch, cache), config_.vocab_size);
+  check_batch(batch, &cache);
+  count_step(batch);
+  std::vector<std::int32_t> tokens = device_->forward_greedy(batch, cache);  // argmax on the device: 4 bytes per row
+  device_step_done();
+  return tokens;
+}
+
+std::vector<std::int32_t> Model::forward_greedy(const Batch& batch) {
+  if (!device_) return argmax_rows(forward(batch), config_.vocab_size);
+  check_batch(batch, nullptr);
+  count_step(batch);
+  auto [cache, pointed] = scratch_cache(batch);
+  std::vector<std::int32_t> tokens = device_->forward_greedy(pointed, *cache);
+  device_step_done();
   return tokens;
 }
 
 std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
-  check_batch(batch, cache);
+  check_batch(batch, &cache);
   // Counted from the batch's shape before the dispatch, so the CPU and the GPU count the same step.
   count_step(batch);
-  if (device_) {  // the same step on the GPU (engine/cuda/cuda_model.h)
-    std::vector<float> logits = device_->forward(batch, cache);
-    if (layer_hook_)
-      for (int l = 0; l < config_.num_hidden_layers; ++l) layer_hook_(l);
-    return logits;
-  }
+  if (!device_) return forward_cpu(batch, &cache);
+  std::vector<float> logits = device_->forward(batch, cache);  // the same step on the GPU (engine/cuda/cuda_model.h)
+  device_step_done();
+  return logits;
+}
+
+std::vector<float> Model::forward(const Batch& batch) {
+  check_batch(batch, nullptr);
+  count_step(batch);
+  if (!device_) return forward_cpu(batch, nullptr);
+  auto [cache, pointed] = scratch_cache(batch);
+  std::vector<float> logits = device_->forward(pointed, *cache);
+  device_step_done();
+  return logits;
+}
+
+std::vector<float> Model::forward_cpu(const Batch& batch, KVCache* cache) {
   const ModelConfig& c = config_;
   const int T = batch.num_tokens(), H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size;
   const auto eps = static_cast<float>(c.rms_norm_eps);
@@ -235,14 +281,22 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
 
   std::vector<int> positions(T);   // [T] RoPE position of each token row
   std::vector<AttentionSeq> seqs;  // [batch.seqs.size()] each sequence's rows, cached tokens and (below) KV view
-  // BEGIN LAB02 SOLUTION: Model::forward, where each sequence's new tokens sit: rows, positions, cached tokens
-  int row = 0;
-  for (const auto& s : batch.seqs) {
-    seqs.push_back({row, s.num_new_tokens, s.num_computed_tokens, {}});
-    for (int i = 0; i < s.num_new_tokens; ++i) positions[row + i] = s.num_computed_tokens + i;
-    row += s.num_new_tokens;
+  if (!cache) {                    // lab 01, no cache: every sequence is all new, from position 0
+    for (std::size_t i = 0, first = 0; i < batch.seqs.size(); first += batch.seqs[i++].num_new_tokens) {
+      const int n = batch.seqs[i].num_new_tokens;
+      seqs.push_back({static_cast<int>(first), n, 0, {}});
+      std::iota(positions.begin() + static_cast<std::ptrdiff_t>(first), positions.begin() + first + n, 0);
+    }
+  } else {
+    // BEGIN LAB02 SOLUTION: Model::forward, where each sequence's new tokens sit: rows, positions, cached tokens
+    int row = 0;
+    for (const auto& s : batch.seqs) {
+      seqs.push_back({row, s.num_new_tokens, s.num_computed_tokens, {}});
+      for (int i = 0; i < s.num_new_tokens; ++i) positions[row + i] = s.num_computed_tokens + i;
+      row += s.num_new_tokens;
+    }
+    // END LAB02 SOLUTION
   }
-  // END LAB02 SOLUTION
 
   embedding_lookup(weights_.embed_tokens, batch.token_ids, x);
 
@@ -264,7 +318,12 @@ std::vector<float> Model::forward(const Batch& batch, KVCache& cache) {
     rope(ctx_, q, positions.data(), T, c.num_attention_heads, c.head_dim, inv_freq_.data());
     rope(ctx_, k, positions.data(), T, c.num_key_value_heads, c.head_dim, inv_freq_.data());
     for (std::size_t i = 0; i < seqs.size(); ++i) {
-      seqs[i].kv = cache.view(l, batch.seqs[i].block_table);
+      if (!cache) {  // attention reads this step's own rows: sequence i's are contiguous from its first row
+        const std::size_t at = static_cast<std::size_t>(seqs[i].first_row) * KV;
+        seqs[i].kv = KVView{k + at, v + at, static_cast<std::size_t>(KV), nullptr, 0};
+        continue;
+      }
+      seqs[i].kv = cache->view(l, batch.seqs[i].block_table);
       // BEGIN LAB02 SOLUTION: Model::forward writes each new token's K and V rows into the cache
       for (int j = 0; j < seqs[i].num_new_tokens; ++j) {
         const std::size_t r = static_cast<std::size_t>(seqs[i].first_row + j) * KV;

@@ -147,6 +147,22 @@ class Model {
   std::vector<std::int32_t> forward_greedy(const Batch& batch, KVCache& cache);
 
   /**
+   * @brief One step with no KV cache at all (lab 01; transformers'
+   *        use_cache=False): every sequence of @p batch starts at position 0
+   *        (num_computed_tokens must be 0), attention reads the K and V rows
+   *        this step computed, and nothing outlives the call. The block
+   *        tables are not read. On CUDA, whose kernels read K and V from a
+   *        cache only, a scratch cache of one block per sequence serves the
+   *        step.
+   * @return [batch.logits_indices.size(), vocab_size] logits, row-major.
+   * @throws Error as forward(), and when a sequence has cached tokens.
+   */
+  std::vector<float> forward(const Batch& batch);
+
+  /// forward(@p batch) without a cache, returning the greedy choice of each logits row (as forward_greedy()).
+  std::vector<std::int32_t> forward_greedy(const Batch& batch);
+
+  /**
    * @brief KV storage of @p num_blocks blocks of @p block_size tokens in the
    *        memory this model's backend reads: a HostKVCache on the CPU, a
    *        CudaKVCache (device memory) on CUDA. forward() accepts only a cache
@@ -175,7 +191,14 @@ class Model {
   std::size_t device_kv_memory(double gpu_memory_utilization) const;
 
  private:
-  void check_batch(const Batch& batch, const KVCache& cache) const;
+  /// Refuses a malformed @p batch; with a @p cache (null: forward() without one), also a block table that misses it.
+  void check_batch(const Batch& batch, const KVCache* cache) const;
+  /// The CPU step of forward(), with or without a @p cache (null: attention reads this step's own K and V).
+  std::vector<float> forward_cpu(const Batch& batch, KVCache* cache);
+  /// For forward(@p batch) on CUDA: a scratch cache of one block per sequence, and @p batch's tables pointing at it.
+  std::pair<std::unique_ptr<KVCache>, Batch> scratch_cache(const Batch& batch) const;
+  /// After a step on CUDA: the layer hook hears of every layer (no overlap there).
+  void device_step_done() const;
   /**
    * @brief While counting, adds every op of @p batch's step to the counter
    *        from its shapes alone, before the backend dispatch: the CPU and

@@ -8,8 +8,9 @@
  *        first labs need none of lab 04's blocks and scheduler.
  *
  * With the KV cache off (Hugging Face's `use_cache=False`) every step feeds
- * the whole sequence so far into a fresh cache, recomputing every earlier
- * token's K and V; with it on, a decode step feeds only the newest token.
+ * the whole sequence so far through Model::forward() with no cache at all,
+ * recomputing every earlier token's K and V; with it on, a decode step feeds
+ * only the newest token.
  */
 #pragma once
 
@@ -74,8 +75,9 @@ GenerateResult generate(Model& model, std::span<const std::int32_t> prompt, cons
  * logits for its last row only (Batch::add's default), and samples one token:
  * - without a cache (options.use_kv_cache false, lab 01; transformers'
  *   generate(use_cache=False)) the first index is always 0: the whole
- *   sequence is fed again and every earlier token's K and V recomputed into
- *   block 0 of @p cache, overwriting the previous step's;
+ *   sequence is fed again to Model::forward(batch) with no cache, every
+ *   earlier token's K and V recomputed and dropped after the step; @p cache
+ *   is neither read nor written;
  * - with it (lab 02) the cache keeps what earlier steps wrote: the first
  *   index is the number of tokens already in the cache, so step 1 feeds the
  *   prompt and each later step only the newest token.

@@ -80,12 +80,16 @@ int main(int argc, char** argv) {
     reference.use_kv_cache = cached.engine.enable_kv_cache;
     use_config(*model, cached);
     record_configuration(report, "reference", 2, base, cached);
-    const auto ref = generate(*model, prompt, reference);
     const auto& out = runs[0].output_ids;
-    if (ref.output_ids != out) {
-      const auto at = std::mismatch(out.begin(), out.end(), ref.output_ids.begin()).first - out.begin();
-      fail("lab 01: recompute path and reference path (KV cache) differ first at new token ", at, ": ", out[at], " vs ",
-           ref.output_ids[at]);
+    try {
+      const auto ref = generate(*model, prompt, reference);
+      if (ref.output_ids != out) {
+        const auto at = std::mismatch(out.begin(), out.end(), ref.output_ids.begin()).first - out.begin();
+        fail("lab 01: recompute path and reference path (KV cache) differ first at new token ", at, ": ", out[at],
+             " vs ", ref.output_ids[at]);
+      }
+    } catch (const NotImplemented& e) {  // a starter tree of lab 02: its cache is the student's still
+      std::cerr << "lab 01: the check against the KV-cache path is skipped (" << e.what() << ")\n";
     }
 
     Table steps{.name = "steps",
