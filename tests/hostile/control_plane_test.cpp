@@ -370,8 +370,9 @@ TEST_CASE("a registered worker's replies about requests it does not own, or that
   const std::vector<ClientResult> clean = run_client(fleet.endpoint, rs, kRequestTimeout, kKey);
   for (const ClientResult& r : clean) REQUIRE(r.error.empty());
 
-  // The forger is a worker in good standing: keyed, a real UCX address (the prefill worker connects to it), and
-  // heartbeats. As a decode worker it is handed allocs, which it answers as a full worker does.
+  // The forger is a worker in good standing: keyed, a real UCX address (the prefill worker connects to it), a
+  // peer_added for the prefill worker it is told of, and heartbeats. As a decode worker linked to the prefill
+  // worker it is handed allocs, which it answers as a full worker does.
   ::setenv("UCX_TLS", "tcp", 1);
   ::setenv("UCX_NET_DEVICES", "lo", 1);
   UcxTransport transport;
@@ -396,6 +397,8 @@ TEST_CASE("a registered worker's replies about requests it does not own, or that
         if ((*m)["type"] == "alloc") {
           newest = std::max(newest, (*m)["req"].get<std::int64_t>());
           forger.send({{"type", "full"}, {"req", (*m)["req"]}, {"reason", "no free blocks"}}, kKey);
+        } else if ((*m)["type"] == "peer") {
+          forger.send({{"type", "peer_added"}, {"worker_id", (*m)["worker_id"]}}, kKey);
         }
       // Another worker's requests (ended, in flight, about to come), in every stage's replies but the ones a
       // decode worker gives while it allocates: those this worker may give for a request handed to it.
@@ -413,7 +416,8 @@ TEST_CASE("a registered worker's replies about requests it does not own, or that
       forger.send({{"type", "full"}, {"req", none}, {"reason", "forged"}}, kKey);
       forger.send({{"type", "failed"}, {"req", none}, {"reason", "forged"}}, kKey);
       forger.send({{"type", "token"}, {"req", none}, {"token", 7}}, kKey);
-      forged += 4;
+      forger.send({{"type", "peer_added"}, {"worker_id", 1'000'000}}, kKey);  // and a worker that never was
+      forged += 5;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   });
