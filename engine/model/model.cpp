@@ -281,7 +281,8 @@ std::vector<float> Model::forward_cpu(const Batch& batch, KVCache* cache) {
 
   std::vector<int> positions(T);   // [T] RoPE position of each token row
   std::vector<AttentionSeq> seqs;  // [batch.seqs.size()] each sequence's rows, cached tokens and (below) KV view
-  if (!cache) {                    // lab 01, no cache: every sequence is all new, from position 0
+  // Lab 01, no cache: every sequence is all new, from position 0.
+  if (!cache) {
     for (std::size_t i = 0, first = 0; i < batch.seqs.size(); first += batch.seqs[i++].num_new_tokens) {
       const int n = batch.seqs[i].num_new_tokens;
       seqs.push_back({static_cast<int>(first), n, 0, {}});
