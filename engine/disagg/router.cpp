@@ -396,9 +396,9 @@ class Router {
     std::vector<std::string> out;
     for (const auto& [identity, w] : workers_) {
       if (w.role != role && w.role != "both") continue;
-      const bool ready = !partner.empty()    ? linked(identity, partner)
-                         : role == "decode"  ? w.role == "both" || has_prefill_partner(identity)
-                                             : true;
+      const bool ready = !partner.empty()   ? linked(identity, partner)
+                         : role == "decode" ? w.role == "both" || has_prefill_partner(identity)
+                                            : true;
       if (ready) out.push_back(identity);
     }
     return out;
