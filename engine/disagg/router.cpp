@@ -384,21 +384,23 @@ class Router {
     return linked_.count({a, b}) && linked_.count({b, a});
   }
 
+  // Whether worker @p identity can serve now: one of both roles always (it may serve alone), any other once
+  // it is linked to a worker of another role.
+  bool has_partner(const std::string& identity) const {
+    const std::string& role = workers_.at(identity).role;
+    return role == "both" || std::any_of(workers_.begin(), workers_.end(), [&](const auto& p) {
+             return p.second.role != role && linked(identity, p.first);
+           });
+  }
+
   // Identities of the workers that can serve @p role now: those of that role or of both, linked to
   // @p partner when one is named. Without a partner, a decode worker needs some linked prefill worker
   // unless it is of both roles (it then prefills its own requests).
   std::vector<std::string> of_role(const std::string& role, const std::string& partner = "") const {
-    const auto has_prefill_partner = [&](const std::string& decode) {
-      return std::any_of(workers_.begin(), workers_.end(), [&](const auto& p) {
-        return (p.second.role == "prefill" || p.second.role == "both") && linked(p.first, decode);
-      });
-    };
     std::vector<std::string> out;
     for (const auto& [identity, w] : workers_) {
       if (w.role != role && w.role != "both") continue;
-      const bool ready = !partner.empty()   ? linked(identity, partner)
-                         : role == "decode" ? w.role == "both" || has_prefill_partner(identity)
-                                            : true;
+      const bool ready = !partner.empty() ? linked(identity, partner) : role == "decode" ? has_partner(identity) : true;
       if (ready) out.push_back(identity);
     }
     return out;
@@ -416,13 +418,9 @@ class Router {
   void send_status(const std::string& to) {
     Message workers = Message::object(), paired = Message::object();
     for (const char* role : {"prefill", "decode", "both"}) workers[role] = paired[role] = 0;
-    for (const auto& entry : workers_) {
-      const Worker& w = entry.second;
+    for (const auto& [identity, w] : workers_) {
       workers[w.role] = workers[w.role].get<int>() + 1;
-      const bool has_partner = w.role == "both" || std::any_of(workers_.begin(), workers_.end(), [&](const auto& p) {
-                                 return p.second.role != w.role && linked(entry.first, p.first);
-                               });
-      if (has_partner) paired[w.role] = paired[w.role].get<int>() + 1;
+      if (has_partner(identity)) paired[w.role] = paired[w.role].get<int>() + 1;
     }
     send_message(socket_, to,
                  {{"type", "status"},
