@@ -4,7 +4,8 @@
 
 Usage: python3 tools/plot_lab.py results/02_kv_cache/02_kv_cache.json [...]
 
-Each entry of the JSON's "plots" list names a table and the columns to draw;
+Each entry of the JSON's "plots" list (labs/common/report.h, PlotSpec) names, under "data", a
+table and the columns to draw, and under "labels" its title and axis labels;
 the PNG lands beside the JSON as <plot name>.png. Exits 77 (ctest's skip
 code) when matplotlib is missing, so tests report SKIP rather than PASS.
 """
@@ -49,12 +50,12 @@ def label_points(ax, xs, ys, texts):
                     xytext=(3, -9) if rank % 2 == 0 else (-12, 6))
 
 
-def draw_roofline(ax, spec, tables):
+def draw_roofline(ax, spec, data, tables):
     """Log-log roofline: each hardware's min(peak, I x bandwidth) with its ridge, then the measured points
     and, where the spec names them, reference steps placed on one roof."""
     roofs = tables[spec["roofs"]]
-    points = tables[spec["table"]]
-    xs = [x for x in column(points, spec["x"]) if x > 0]
+    points = tables[data["table"]]
+    xs = [x for x in column(points, data["x"]) if x > 0]
     lo, hi = min(xs + [0.1]) / 2, max(xs + [1000]) * 2
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     roof_of = {}
@@ -67,7 +68,7 @@ def draw_roofline(ax, spec, tables):
                         label=f"{name} roof (ridge {peak / bw:.0f})")
         ax.axvline(peak / bw, color=line.get_color(), linestyle=":", linewidth=0.8)
     labels = [r[index(points, "point")] for r in points["rows"]] if "point" in points["columns"] else []
-    for y in spec["y"]:
+    for y in data["y"]:
         ys = column(points, y)
         ax.scatter(xs[: len(ys)], ys, zorder=5, color="black", s=18, label="measured here")
         label_points(ax, xs[: len(ys)], ys, labels)
@@ -90,20 +91,21 @@ def draw(results_path):
     tables = {t["name"]: t for t in results["tables"]}
     machine = results["machine"]
     for spec in results["plots"]:
-        if spec["table"] not in tables:
-            raise SystemExit(f"plot_lab.py: {results_path}: plot {spec['name']!r} needs missing table {spec['table']!r}")
-        table = tables[spec["table"]]
+        data, labels = spec["data"], spec["labels"]
+        if data["table"] not in tables:
+            raise SystemExit(f"plot_lab.py: {results_path}: plot {spec['name']!r} needs missing table {data['table']!r}")
+        table = tables[data["table"]]
         roofline = spec.get("kind") == "roofline"
         fig, ax = plt.subplots(figsize=(10, 4.8) if roofline else (7, 4.2))
         if roofline:
-            draw_roofline(ax, spec, tables)
+            draw_roofline(ax, spec, data, tables)
         else:
-            for y in spec["y"]:
-                xs, ys = points(table, spec["x"], y)
+            for y in data["y"]:
+                xs, ys = points(table, data["x"], y)
                 ax.plot(xs, ys, marker="o" if len(xs) <= 20 else None, markersize=4, label=y)
-        ax.set_title(spec["title"])
-        ax.set_xlabel(spec["xlabel"])
-        ax.set_ylabel(spec["ylabel"])
+        ax.set_title(labels["title"])
+        ax.set_xlabel(labels["xlabel"])
+        ax.set_ylabel(labels["ylabel"])
         if spec.get("logy"):
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)

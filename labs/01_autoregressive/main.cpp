@@ -22,7 +22,6 @@
 #include "serve/generate.h"
 #include "serve/ladder.h"
 
-using namespace servelab;
 using namespace servelab::lab;
 
 int main(int argc, char** argv) {
@@ -94,13 +93,8 @@ int main(int argc, char** argv) {
 
     Table steps{.name = "steps",
                 .title = "Per-step cost without a KV cache",
-                .columns = {{"step"},
-                            {"phase"},
-                            {"context [tok]"},
-                            {"processed [tok]"},
-                            {"time [ms]", 2},
-                            {"min [ms]", 2},
-                            {"max [ms]", 2}}};
+                .columns = {"step", "phase", "context [tok]", "processed [tok]", Column{"time [ms]", 2},
+                            Column{"min [ms]", 2}, Column{"max [ms]", 2}}};
     std::vector<double> ttft, tpot, e2e, itl;  // ms; itl: every gap of every run
     for (const auto& r : runs) {
       const RequestMetrics m = r.metrics();
@@ -130,7 +124,8 @@ int main(int argc, char** argv) {
 
     Table latency{.name = "latency",
                   .title = "Request latency (vLLM definitions)",
-                  .columns = {{"metric"}, {"median [ms]", 2}, {"p99 [ms]", 2}, {"min [ms]", 2}, {"max [ms]", 2}},
+                  .columns = {"metric", Column{"median [ms]", 2}, Column{"p99 [ms]", 2}, Column{"min [ms]", 2},
+                              Column{"max [ms]", 2}},
                   .note = "TPOT = (E2E - TTFT) / (output tokens - 1); ITL = gap between consecutive tokens."};
     for (auto [name, v] : {std::pair{"TTFT", &ttft}, {"TPOT", &tpot}, {"ITL", &itl}, {"E2E", &e2e}}) {
       const Summary s = summarize(*v);
@@ -143,12 +138,8 @@ int main(int argc, char** argv) {
     }
 
     report.add_plot({.name = "step_time",
-                     .table = "steps",
-                     .x = "step",
-                     .y = {"time [ms]"},
-                     .title = "Lab 01: step time without a KV cache",
-                     .xlabel = "generation step",
-                     .ylabel = "time [ms]"});
+                     .data = {.table = "steps", .x = "step", .y = {"time [ms]"}},
+                     .labels = {"Lab 01: step time without a KV cache", "generation step", "time [ms]"}});
     lab01::check_claims(report, steps, *model, prompt_len, max_new_tokens, runs);
     report.save();
   });

@@ -21,7 +21,7 @@
 
 namespace servelab::lab02 {
 
-using lab::Table;
+using namespace servelab::lab;
 
 /// Table 1 and the runs behind it.
 struct SpeedRuns {

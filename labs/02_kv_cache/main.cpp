@@ -19,8 +19,6 @@
 #include "lab02.h"
 #include "perf/hardware.h"
 
-using namespace servelab;
-using namespace servelab::lab;
 using namespace servelab::lab02;
 
 int main(int argc, char** argv) {
@@ -88,21 +86,14 @@ int main(int argc, char** argv) {
     report.add_table(gpu_memory);
 
     report.add_table(step_times_table(n, steps_off, steps_on), /*print=*/false);
-    report.add_plot({.name = "generation_time",
-                     .table = "kv_cache_speedup",
-                     .x = "generated tokens",
-                     .y = {"no cache [s]", "KV cache [s]"},
-                     .title = "Lab 02: time to generate N tokens",
-                     .xlabel = "generated tokens",
-                     .ylabel = "seconds"});
     report.add_plot({.name = "step_time",
-                     .table = "step_times",
-                     .x = "step",
-                     .y = {"no cache [ms]", "cache [ms]"},
-                     .title = "Lab 02: step time, recompute vs KV cache",
-                     .xlabel = "generation step",
-                     .ylabel = "time [ms]",
+                     .data = {.table = "step_times", .x = "step", .y = {"no cache [ms]", "cache [ms]"}},
+                     .labels = {"Lab 02: step time, recompute vs KV cache", "generation step", "time [ms]"},
                      .logy = true});
+    report.add_plot(
+        {.name = "generation_time",
+         .data = {.table = "kv_cache_speedup", .x = "generated tokens", .y = {"no cache [s]", "KV cache [s]"}},
+         .labels = {"Lab 02: time to generate N tokens", "generated tokens", "seconds"}});
 
     check_claims(report, speed, allocated, cases, gpu_memory, steps_off, steps_on, token_counts.size(), n);
     report.save();

@@ -35,13 +35,8 @@ ModelConfig variant(const std::string& name, const std::string& kind) {
 Table kv_memory_table() {
   Table memory{.name = "kv_memory",
                .title = "KV cache size: 2 × layers × kv_heads × head_dim × L × B × bytes",
-               .columns = {{"model"},
-                           {"attention"},
-                           {"kv heads"},
-                           {"per token (bf16)"},
-                           {"L=2048 B=1 bf16"},
-                           {"L=8192 B=16 bf16"},
-                           {"L=2048 B=1 f32"}}};
+               .columns = {"model", "attention", "kv heads", "per token (bf16)", "L=2048 B=1 bf16", "L=8192 B=16 bf16",
+                           "L=2048 B=1 f32"}};
   for (const char* name : {"qwen2.5-0.5b", "qwen2.5-1.5b", "llama-3-8b", "llama-3-70b"})
     for (const char* kind : {"MHA", "GQA", "MQA"}) {
       const ModelConfig v = variant(name, kind);
@@ -61,10 +56,9 @@ Table kv_memory_table() {
 // 4. The formula against what the engine's cache really allocates (f32 cache, sizes this machine can hold):
 //    the formula is the code. @p cases counts the cases checked.
 Table kv_allocated_table(bool quick, int& cases) {
-  Table measured{
-      .name = "kv_allocated",
-      .title = "Formula vs bytes the engine's contiguous KV cache allocated (f32)",
-      .columns = {{"model"}, {"attention"}, {"L"}, {"B"}, {"formula [bytes]"}, {"allocated [bytes]"}, {"equal"}}};
+  Table measured{.name = "kv_allocated",
+                 .title = "Formula vs bytes the engine's contiguous KV cache allocated (f32)",
+                 .columns = {"model", "attention", "L", "B", "formula [bytes]", "allocated [bytes]", "equal"}};
   cases = 0;
   for (const char* name : {"tiny", "small", "qwen2.5-0.5b"})
     for (const char* kind : {"MHA", "GQA", "MQA"})
@@ -99,14 +93,8 @@ Table gpu_memory_table(const Hardware& card) {
   Table t{.name = "gpu_memory",
           .title = "One " + card.name + " (" + plain_number(card.memory_gb) +
                    " GB): weights + activations + runtime, and the requests the KV room left holds (bf16)",
-          .columns = {{"model"},
-                      {"weights [GB]", 1},
-                      {"activations [GB]", 2},
-                      {"runtime [GB]", 1},
-                      {"left for KV [GB]", 1},
-                      {"KV per token"},
-                      {"requests of 2,048"},
-                      {"requests of 8,192"}}};
+          .columns = {"model", Column{"weights [GB]", 1}, Column{"activations [GB]", 2}, Column{"runtime [GB]", 1},
+                      Column{"left for KV [GB]", 1}, "KV per token", "requests of 2,048", "requests of 8,192"}};
   for (const std::string& name : preset_names()) {
     const ModelConfig c = preset(name);
     const double weights = static_cast<double>(c.num_parameters()) * dtype_size(DType::BF16),

@@ -35,20 +35,13 @@ std::vector<double> median_steps(const std::vector<GenerateResult>& runs) {
 SpeedRuns speed_table(Model& model, const LabOptions& o, const LabConfig& no_cache, const LabConfig& kv_cache,
                       const std::vector<int>& token_counts, const std::vector<std::int32_t>& prompt,
                       bool fast_reductions) {
-  Table speed{.name = "kv_cache_speedup",
-              .title = "Generation time, use_cache off vs on (the article's table)",
-              .columns = {{"generated tokens"},
-                          {"no cache [s]", 3},
-                          {"KV cache [s]", 3},
-                          {"speedup", 2},
-                          {"no cache [tok/s]", 1},
-                          {"KV cache [tok/s]", 1},
-                          {"no cache min/max [s]"},
-                          {"KV cache min/max [s]"},
-                          {"same tokens"},
-                          {"article: no cache [s]", 2},
-                          {"article: KV cache [s]", 2},
-                          {"article: speedup", 2}}};
+  Table speed{
+      .name = "kv_cache_speedup",
+      .title = "Generation time, use_cache off vs on (the article's table)",
+      .columns = {"generated tokens", Column{"no cache [s]", 3}, Column{"KV cache [s]", 3}, Column{"speedup", 2},
+                  Column{"no cache [tok/s]", 1}, Column{"KV cache [tok/s]", 1}, "no cache min/max [s]",
+                  "KV cache min/max [s]", "same tokens", Column{"article: no cache [s]", 2},
+                  Column{"article: KV cache [s]", 2}, Column{"article: speedup", 2}}};
   // The KV cache article's own table (qwen2.5-1.5b on a GPU, fp16), printed beside ours row by row.
   const std::map<int, std::pair<double, double>> article = {{20, {1.938, 1.433}},
                                                             {50, {2.202, 2.228}},
@@ -122,14 +115,9 @@ Table work_table(const ModelConfig& c, int prompt_len, int n, const std::vector<
                  const std::vector<double>& steps_on) {
   Table work{.name = "work_per_step",
              .title = "Work per step for " + std::to_string(n) + " new tokens (GFLOP, all layers)",
-             .columns = {{"step"},
-                         {"context L"},
-                         {"KV proj, no cache", 4},
-                         {"KV proj, cache", 4},
-                         {"attention, no cache", 4},
-                         {"attention, cache", 4},
-                         {"no cache [ms]", 2},
-                         {"cache [ms]", 2}}};
+             .columns = {"step", "context L", Column{"KV proj, no cache", 4}, Column{"KV proj, cache", 4},
+                         Column{"attention, no cache", 4}, Column{"attention, cache", 4}, Column{"no cache [ms]", 2},
+                         Column{"cache [ms]", 2}}};
   double totals[6] = {0, 0, 0, 0, 0, 0};
   std::vector<int> shown = {1, 2, n / 4, n / 2, 3 * n / 4, n};
   for (int s = 1; s <= n; ++s) {
@@ -157,7 +145,7 @@ Table work_table(const ModelConfig& c, int prompt_len, int n, const std::vector<
 Table step_times_table(int n, const std::vector<double>& steps_off, const std::vector<double>& steps_on) {
   Table per_step{.name = "step_times",
                  .title = "Per-step time for " + std::to_string(n) + " new tokens",
-                 .columns = {{"step"}, {"no cache [ms]", 3}, {"cache [ms]", 3}}};
+                 .columns = {"step", Column{"no cache [ms]", 3}, Column{"cache [ms]", 3}}};
   for (int s = 1; s <= n; ++s)
     per_step.add_row({static_cast<long long>(s), steps_off[s - 1] * 1e3, steps_on[s - 1] * 1e3});
   return per_step;

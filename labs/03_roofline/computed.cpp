@@ -29,10 +29,10 @@ void add_work_row(Table& t, const std::string& step, const Work& w, double ridge
 }
 
 Table work_table(const std::string& name, const std::string& title) {
-  return Table{
-      .name = name,
-      .title = title,
-      .columns = {{"step"}, {"GFLOP", 2}, {"GB moved", 3}, {"intensity [FLOP/B]", 1}, {"ridge (A100)"}, {"bound"}}};
+  return Table{.name = name,
+               .title = title,
+               .columns = {"step", Column{"GFLOP", 2}, Column{"GB moved", 3}, Column{"intensity [FLOP/B]", 1},
+                           "ridge (A100)", "bound"}};
 }
 
 }  // namespace
@@ -84,7 +84,7 @@ Table compute_use_table() {
   const std::vector<const Hardware*> gpus = {&gpu("A100 80GB SXM"), &gpu("H100 SXM")};
   Table t{.name = "compute_use",
           .title = "Compute use of a step on the articles' GPUs (llama-3-8b, bf16; simulated, roofline)",
-          .columns = {{"step"}, {"intensity [FLOP/B]", 1}}};
+          .columns = {"step", Column{"intensity [FLOP/B]", 1}}};
   for (const Hardware* h : gpus) t.columns.push_back({h->name + " compute use [%]", 1});
   const std::vector<std::pair<std::string, std::vector<SeqShape>>> steps = {
       {"prefill 512", {{0, 512}}},
@@ -108,11 +108,10 @@ Table compute_use_table() {
 // 2c. What a decode step reads: weights against KV, as the batch and the context grow.
 Table decode_bytes_table() {
   const ModelConfig c = preset("llama-3-8b");
-  Table t{
-      .name = "decode_bytes",
-      .title = "Bytes of one decode step, llama-3-8b in bf16: weights vs KV cache",
-      .columns = {
-          {"batch"}, {"context [tok]"}, {"weights [GB]", 2}, {"KV read [GB]", 2}, {"KV share [%]", 1}, {"most bytes"}}};
+  Table t{.name = "decode_bytes",
+          .title = "Bytes of one decode step, llama-3-8b in bf16: weights vs KV cache",
+          .columns = {"batch", "context [tok]", Column{"weights [GB]", 2}, Column{"KV read [GB]", 2},
+                      Column{"KV share [%]", 1}, "most bytes"}};
   for (int B : {1, 16, 64})
     for (int L : {512, 4096, 32768}) {
       const Work w = step_work(c, kGpuDtypes, std::vector<SeqShape>(B, SeqShape{L, 1}), B);
@@ -138,7 +137,7 @@ Table cost_model_table(const CostModel& here, double fmaN, double readN,
             .title = "Cost model: max(FLOPs / (" + fixed(fmaN, 0) + " GFLOP/s × " + fixed(here.compute_efficiency, 2) +
                      "), bytes / (" + fixed(readN, 1) + " GB/s × " + fixed(here.memory_efficiency, 2) + ")) + " +
                      fixed(here.overhead_s * 1e3, 2) + " ms",
-            .columns = {{"point"}, {"measured [ms]", 2}, {"predicted [ms]", 2}, {"error"}}};
+            .columns = {"point", Column{"measured [ms]", 2}, Column{"predicted [ms]", 2}, "error"}};
   for (std::size_t i = 0; i < calibration.size(); ++i) {
     const double predicted = here.predict(calibration[i].first), measured = calibration[i].second;
     fit.add_row({names[i], measured * 1e3, predicted * 1e3, fixed(100.0 * (predicted - measured) / measured, 0) + "%"});
@@ -157,11 +156,8 @@ Table cost_model_table(const CostModel& here, double fmaN, double readN,
 Table gpu_simulated_table(const ModelConfig& c, int context) {
   Table sim{.name = "gpu_simulated",
             .title = "Simulated step times, " + c.name + " in bf16 (roofline only, no overhead)",
-            .columns = {{"hardware"},
-                        {"prefill 512 [ms]", 3},
-                        {"decode B=1 [ms]", 3},
-                        {"decode B=32 [ms]", 3},
-                        {"decode B=1 tok/s"}}};
+            .columns = {"hardware", Column{"prefill 512 [ms]", 3}, Column{"decode B=1 [ms]", 3},
+                        Column{"decode B=32 [ms]", 3}, "decode B=1 tok/s"}};
   for (const char* name : {"A100 80GB SXM", "H100 SXM", "H200 SXM", "T4"}) {
     const CostModel m = CostModel::for_hardware(gpu(name), 0.0);
     const double d1 = m.predict(step_work(c, kGpuDtypes, {{context, 1}}, 1));
@@ -184,12 +180,8 @@ Table kv_cache_puzzle(const CostModel& here, const StepDtypes& engine_dtypes) {
   Table puzzle{
       .name = "kv_cache_puzzle",
       .title = "The KV cache article's experiment predicted: qwen2.5-1.5b, 29-token prompt, 400 new tokens, fp16",
-      .columns = {{"machine"},
-                  {"per-step overhead [ms]", 1},
-                  {"no cache [s]", 2},
-                  {"KV cache [s]", 2},
-                  {"speedup", 2},
-                  {"kind"}}};
+      .columns = {"machine", Column{"per-step overhead [ms]", 1}, Column{"no cache [s]", 2}, Column{"KV cache [s]", 2},
+                  Column{"speedup", 2}, "kind"}};
   auto puzzle_row = [&](const CostModel& m, const StepDtypes& d, const std::string& kind) {
     const double off = predict_generation(m, qwen15, d, kPrompt, 400, false),
                  on = predict_generation(m, qwen15, d, kPrompt, 400, true);

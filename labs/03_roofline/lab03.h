@@ -22,7 +22,7 @@
 
 namespace servelab::lab03 {
 
-using lab::Table;
+using namespace servelab::lab;
 
 inline constexpr StepDtypes kGpuDtypes{DType::BF16, DType::BF16, DType::BF16};  // what a GPU server would run
 

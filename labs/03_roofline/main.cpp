@@ -30,8 +30,6 @@
 #include "perf/work.h"
 #include "serve/ladder.h"
 
-using namespace servelab;
-using namespace servelab::lab;
 using namespace servelab::lab03;
 
 int main(int argc, char** argv) {
@@ -122,18 +120,15 @@ int main(int argc, char** argv) {
 
     report.add_table(kv_cache_puzzle(here, engine_dtypes));
 
-    report.add_plot({.name = "roofline",
-                     .table = "measured_points",
-                     .x = "intensity [FLOP/B]",
-                     .y = {"achieved GFLOP/s"},
-                     .title = "Lab 03: measured steps under the roofs",
-                     .xlabel = "arithmetic intensity [FLOP/byte]",
-                     .ylabel = "GFLOP/s",
-                     .logy = true,
-                     .kind = "roofline",
-                     .roofs = "roofs",
-                     .reference = "article_table",
-                     .reference_roof = a100.name});
+    report.add_plot(
+        {.name = "roofline",
+         .data = {.table = "measured_points", .x = "intensity [FLOP/B]", .y = {"achieved GFLOP/s"}},
+         .labels = {"Lab 03: measured steps under the roofs", "arithmetic intensity [FLOP/byte]", "GFLOP/s"},
+         .logy = true,
+         .kind = "roofline",
+         .roofs = "roofs",
+         .reference = "article_table",
+         .reference_roof = a100.name});
     check_claims(report, article, a100, compute_use, decode_bytes, steps, machine_roofs, prefill_lens, decode_batches,
                  busy);
     report.save();

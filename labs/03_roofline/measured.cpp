@@ -52,13 +52,8 @@ Table roofs_table(const MachineRoofs& r, int threads) {
                bf16N = r.bf16N;
   Table roofs{.name = "roofs",
               .title = "Roofs: datasheets and this machine (measured now)",
-              .columns = {{"hardware"},
-                          {"peak GFLOP/s"},
-                          {"fp32 GFLOP/s"},
-                          {"bandwidth GB/s"},
-                          {"memory GB"},
-                          {"ridge [FLOP/B]", 1},
-                          {"source"}}};
+              .columns = {"hardware", "peak GFLOP/s", "fp32 GFLOP/s", "bandwidth GB/s", "memory GB",
+                          Column{"ridge [FLOP/B]", 1}, "source"}};
   for (const Hardware& h : gpu_catalog())
     roofs.add_row(
         {h.name, h.matrix_tflops * 1e3, h.fp32_tflops * 1e3, h.bandwidth_gbs, h.memory_gb, h.ridge(), h.source});
@@ -91,16 +86,9 @@ MeasuredSteps measure_steps(Model& model, const LabOptions& o, const std::vector
   const StepDtypes engine_dtypes{model.options().weight_dtype, DType::F32, DType::F32};
   Table points{.name = "measured_points",
                .title = "Measured steps on this machine (" + c.name + ", " + o.dtype + " weights)",
-               .columns = {{"point"},
-                           {"tokens"},
-                           {"GFLOP", 3},
-                           {"GB moved", 3},
-                           {"intensity [FLOP/B]", 2},
-                           {"time [ms]", 2},
-                           {"achieved GFLOP/s", 1},
-                           {"achieved GB/s", 1},
-                           {"bound here"},
-                           {"counted = formula"}}};
+               .columns = {"point", "tokens", Column{"GFLOP", 3}, Column{"GB moved", 3},
+                           Column{"intensity [FLOP/B]", 2}, Column{"time [ms]", 2}, Column{"achieved GFLOP/s", 1},
+                           Column{"achieved GB/s", 1}, "bound here", "counted = formula"}};
   MeasuredSteps out;
   std::vector<std::pair<Work, double>>& calibration = out.calibration;
   std::vector<std::string>& names = out.names;

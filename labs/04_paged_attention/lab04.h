@@ -24,9 +24,7 @@
 
 namespace servelab::lab04 {
 
-using lab::Progress;
-using lab::ServedRun;
-using lab::Table;
+using namespace servelab::lab;
 
 /// 1a. The KV cache article §4-1's requests A, B and C in this lab's room of 6,200 tokens, then the lab's request D
 ///     arriving after B finished: contiguous first fit against blocks of @p block_size tokens. Shows fragmentation

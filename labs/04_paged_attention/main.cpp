@@ -26,15 +26,12 @@
 #include "workload/workload.h"
 #include "serving.h"
 
-using namespace servelab;
-using namespace servelab::lab;
 using namespace servelab::lab04;
 
 int main(int argc, char** argv) {
   CLI::App app{"Lab 04: paged KV blocks and continuous batching", "lab_04_paged_attention"};
   LabOptions o;
-  add_common_options(app, o, "small");
-  add_trace_options(app);  // --trace FILE: every engine run as a Chrome trace (labs/common/trace.h)
+  add_serving_options(app, o, "small");
   int num_requests = 32, max_num_seqs = 16, max_num_batched_tokens = 2048, block_size = 16;
   std::string prompt_dist = "uniform:16:128", output_dist = "lognormal:48:1:4:512", arrivals = "all", workload_file;
   std::size_t kv_cache_memory = 0;
@@ -152,27 +149,16 @@ int main(int argc, char** argv) {
     report.add_table(timeline_table(cont), /*print=*/false);
     prefix_cache_section(report, *model, configure(Techniques::for_lab(4), base), o.quick);
     report.add_plot({.name = "timeline",
-                     .table = "timeline",
-                     .x = "step",
-                     .y = {"running requests", "waiting requests"},
-                     .title = "Lab 04: continuous batching, requests per step",
-                     .xlabel = "step",
-                     .ylabel = "requests"});
+                     .data = {.table = "timeline", .x = "step", .y = {"running requests", "waiting requests"}},
+                     .labels = {"Lab 04: continuous batching, requests per step", "step", "requests"}});
     report.add_plot({.name = "timeline_blocks",
-                     .table = "timeline",
-                     .x = "step",
-                     .y = {"tokens in step", "KV blocks used"},
-                     .title = "Lab 04: continuous batching, tokens and KV blocks per step",
-                     .xlabel = "step",
-                     .ylabel = "count",
+                     .data = {.table = "timeline", .x = "step", .y = {"tokens in step", "KV blocks used"}},
+                     .labels = {"Lab 04: continuous batching, tokens and KV blocks per step", "step", "count"},
                      .logy = true});
     report.add_plot({.name = "kv_memory",
-                     .table = "kv_memory_timeline",
-                     .x = "progress [%]",
-                     .y = memory.timeline.headers(1),
-                     .title = "Lab 04: share of the KV budget holding real tokens",
-                     .xlabel = "progress through the workload [%]",
-                     .ylabel = "real KV [% of budget]"});
+                     .data = columns_of(memory.timeline),
+                     .labels = {"Lab 04: share of the KV budget holding real tokens",
+                                "progress through the workload [%]", "real KV [% of budget]"}});
 
     check_claims(report, fragmentation, memory, serving, workload.size(), block_size, max_num_seqs, memory_requests);
     report.save();

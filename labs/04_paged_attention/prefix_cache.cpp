@@ -76,18 +76,12 @@ void prefix_cache_section(Report& report, Model& model, const LabConfig& lab4, b
   const std::vector<WorkloadRequest> workload = shared_prompt_workload(shape, model.config().vocab_size, 0);
   long prompt_tokens = 0;
   for (const auto& r : workload) prompt_tokens += static_cast<long>(r.prompt_ids.size());
-  Table table{.name = "prefix_cache",
-              .title = std::to_string(shape.requests) + " requests sharing a " +
-                       std::to_string(shape.system_prompt_tokens) + "-token system prompt, prefix caching off and on",
-              .columns = {{"prefix caching"},
-                          {"prompt tokens"},
-                          {"hit tokens"},
-                          {"hit rate [%]", 1},
-                          {"prompt tokens computed"},
-                          {"TTFT p50 [ms]", 1},
-                          {"TTFT p99 [ms]", 1},
-                          {"wall [s]", 3},
-                          {"tokens hash"}}};
+  Table table{
+      .name = "prefix_cache",
+      .title = std::to_string(shape.requests) + " requests sharing a " + std::to_string(shape.system_prompt_tokens) +
+               "-token system prompt, prefix caching off and on",
+      .columns = {"prefix caching", "prompt tokens", "hit tokens", Column{"hit rate [%]", 1}, "prompt tokens computed",
+                  Column{"TTFT p50 [ms]", 1}, Column{"TTFT p99 [ms]", 1}, Column{"wall [s]", 3}, "tokens hash"}};
   const Run off = serve_shared(model, lab4, false, workload);
   const Run on = serve_shared(model, lab4, true, workload);
   for (const auto& [name, r] : {std::pair{"off", &off}, std::pair{"on", &on}})

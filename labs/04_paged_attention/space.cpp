@@ -22,8 +22,7 @@ Table fragmentation_example(int block_size) {
           .title =
               "The KV cache article's A = 100, B = 1,000, C = 5,000 tokens, in this lab's room for 6,200; B "
               "finishes; this lab's D needs 1,050",
-          .columns = {
-              {"layout"}, {"free after B [tokens]"}, {"largest free run [tokens]"}, {"D needs [tokens]"}, {"D fits"}}};
+          .columns = {"layout", "free after B [tokens]", "largest free run [tokens]", "D needs [tokens]", "D fits"}};
   ContiguousAllocator line(capacity);
   line.allocate(a);
   const long b_at = *line.allocate(b);
@@ -50,17 +49,9 @@ KVMemory kv_memory(int memory_requests, int memory_max_model_len, int memory_seq
             .title = "Where the KV memory goes: " + std::to_string(memory_requests) +
                      " ShareGPT-like requests, all at once, room for " + std::to_string(memory_seqs) + " requests of " +
                      std::to_string(memory_max_model_len) + " tokens (dry run)",
-            .columns = {{"layout"},
-                        {"block [tokens]"},
-                        {"real of held [%]", 1},
-                        {"real [%]", 1},
-                        {"reserved, unused [%]", 1},
-                        {"last-block slack [%]", 1},
-                        {"free [%]", 1},
-                        {"mean running", 1},
-                        {"most running"},
-                        {"preemptions"},
-                        {"steps"}}};
+            .columns = {"layout", "block [tokens]", Column{"real of held [%]", 1}, Column{"real [%]", 1},
+                        Column{"reserved, unused [%]", 1}, Column{"last-block slack [%]", 1}, Column{"free [%]", 1},
+                        Column{"mean running", 1}, "most running", "preemptions", "steps"}};
   WorkloadSpec sharegpt;
   sharegpt.num_requests = memory_requests;
   sharegpt.prompt_len = sharegpt_prompt_lengths();
@@ -74,7 +65,7 @@ KVMemory kv_memory(int memory_requests, int memory_max_model_len, int memory_seq
   Table& memory_timeline = out.timeline;
   memory_timeline = {.name = "kv_memory_timeline",
                      .title = "Real KV share of the budget through the dry run",
-                     .columns = {{"progress [%]"}}};
+                     .columns = {"progress [%]"}};
   std::vector<std::vector<double>> timelines;
   const SchedulerConfig roomy{SchedulingPolicy::CONTINUOUS, 1 << 20, 1 << 20};  // memory is the only limit here
   for (int bs : {memory_max_model_len, 256, 16, 1}) {

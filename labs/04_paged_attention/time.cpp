@@ -41,12 +41,8 @@ ServingRun serve(Model& model, const LabConfig& lab_config, const std::vector<Wo
 Table timeline_table(const ServingRun& cont) {
   Table timeline{.name = "timeline",
                  .title = "Continuous batching, step by step",
-                 .columns = {{"step"},
-                             {"time [s]", 3},
-                             {"running requests"},
-                             {"waiting requests"},
-                             {"tokens in step"},
-                             {"KV blocks used"}}};
+                 .columns = {"step", Column{"time [s]", 3}, "running requests", "waiting requests", "tokens in step",
+                             "KV blocks used"}};
   for (std::size_t i = 0; i < cont.run.steps.size(); ++i) {
     const StepStats& s = cont.run.steps[i];
     timeline.add_row({static_cast<long long>(i), s.start, static_cast<long long>(s.num_scheduled_requests),
@@ -68,20 +64,10 @@ Serving serving_table(Report& report, Model& model, const LabConfig& base, const
   serving = {.name = "serving",
              .title = "Serving " + std::to_string(workload.size()) + " requests with each policy (" +
                       model.config().name + ")",
-             .columns = {{"policy"},
-                         {"output tok/s", 1},
-                         {"vs one at a time", 2},
-                         {"TTFT p50 [ms]", 1},
-                         {"TTFT p99 [ms]", 1},
-                         {"TPOT p50 [ms]", 2},
-                         {"TPOT p99 [ms]", 2},
-                         {"preemptions"},
-                         {"busy [%]", 1},
-                         {"mean batch", 1},
-                         {"slots used [%]", 1},
-                         {"steps"},
-                         {"scheduler [% of step]", 2},
-                         {"tokens hash"}}};
+             .columns = {"policy", Column{"output tok/s", 1}, Column{"vs one at a time", 2}, Column{"TTFT p50 [ms]", 1},
+                         Column{"TTFT p99 [ms]", 1}, Column{"TPOT p50 [ms]", 2}, Column{"TPOT p99 [ms]", 2},
+                         "preemptions", Column{"busy [%]", 1}, Column{"mean batch", 1}, Column{"slots used [%]", 1},
+                         "steps", Column{"scheduler [% of step]", 2}, "tokens hash"}};
   // Lab 03's configuration (contiguous KV, one request at a time), static batching over paged blocks between,
   // and lab 04's (paged KV, continuous batching): the same base, the same workload.
   const auto [lab3, lab4] = compare_rungs(report, 4, base, "one at a time", "continuous");

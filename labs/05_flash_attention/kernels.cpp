@@ -158,18 +158,11 @@ Prefill prefill_tables(const Bench& bench, const std::vector<int>& lengths, int 
   const double M = bench.fast_memory;
   Prefill result{.table = {.name = "prefill",
                            .title = "Causal prefill of L tokens, " + bench.model_name + " heads (one layer)",
-                           .columns = {{"L"},
-                                       {"version"},
-                                       {"time [ms]", 2},
-                                       {"GFLOP done", 2},
-                                       {"GFLOP/s", 1},
-                                       {"bytes [MiB]"},
-                                       {"GB/s", 1},
-                                       {"paper form [MiB]"},
-                                       {"max err vs v0"},
-                                       {"flash's time over this"}}},
-                 .time = {.name = "prefill_time", .title = "Prefill time against L", .columns = {{"L"}}},
-                 .bytes = {.name = "prefill_bytes", .title = "Prefill bytes against L", .columns = {{"L"}}}};
+                           .columns = {"L", "version", Column{"time [ms]", 2}, Column{"GFLOP done", 2},
+                                       Column{"GFLOP/s", 1}, "bytes [MiB]", Column{"GB/s", 1}, "paper form [MiB]",
+                                       "max err vs v0", "flash's time over this"}},
+                 .time = {.name = "prefill_time", .title = "Prefill time against L", .columns = {"L"}},
+                 .bytes = {.name = "prefill_bytes", .title = "Prefill bytes against L", .columns = {"L"}}};
   Table &prefill = result.table, &prefill_time = result.time, &prefill_bytes = result.bytes;
   const std::vector<Candidate> versions = prefill_versions(shape);
   for (const Candidate& cand : versions) {
@@ -257,15 +250,9 @@ Crossover crossover_table(const Bench& bench, const std::vector<int>& lengths, s
       .table = {.name = "crossover",
                 .title = "Blocked (v2) against flash (v3) around L* = " + std::to_string(blocked_crossover_length(M)) +
                          ", one head of " + std::to_string(sh.head_dim),
-                .columns = {{"L"},
-                            {"v2 slab 64 x L [KiB]"},
-                            {"slab in L2"},
-                            {"v2 [ms]", 2},
-                            {"v3 [ms]", 2},
-                            {"v3's time over v2's"},
-                            {"v2 bytes [MiB]"},
-                            {"v3 bytes [MiB]"},
-                            {"v3 FLOPs over v2's", 3}}},
+                .columns = {"L", "v2 slab 64 x L [KiB]", "slab in L2", Column{"v2 [ms]", 2}, Column{"v3 [ms]", 2},
+                            "v3's time over v2's", "v2 bytes [MiB]", "v3 bytes [MiB]",
+                            Column{"v3 FLOPs over v2's", 3}}},
       .crossover_length = blocked_crossover_length(M),
       .num_heads = sh.num_heads,
       .points = {}};
@@ -307,14 +294,8 @@ Table head_shapes(const Bench& bench, int shapes_len) {
   const double M = bench.fast_memory;
   Table shapes{.name = "head_shapes",
                .title = "Blocked (v2) against flash (v3) on each preset's heads, L = " + std::to_string(shapes_len),
-               .columns = {{"preset"},
-                           {"heads"},
-                           {"v2 [ms]", 2},
-                           {"v3 [ms]", 2},
-                           {"v3's time over v2's"},
-                           {"v2 bytes [MiB]"},
-                           {"v3 bytes [MiB]"},
-                           {"max err v3 vs v2"}}};
+               .columns = {"preset", "heads", Column{"v2 [ms]", 2}, Column{"v3 [ms]", 2}, "v3's time over v2's",
+                           "v2 bytes [MiB]", "v3 bytes [MiB]", "max err v3 vs v2"}};
   for (const char* name : {"tiny", "small", "qwen2.5-0.5b", "qwen2.5-1.5b", "llama-3-8b"}) {
     const ModelConfig pc = preset(name);
     const AttentionShape sh{pc.num_attention_heads, pc.num_key_value_heads, pc.head_dim};
@@ -345,19 +326,13 @@ Decode decode_tables(const Bench& bench, const std::vector<int>& contexts, std::
   Table& decode = result.table;
   decode = {.name = "decode",
             .title = "Decode attention, one token against the cache, " + bench.model_name + " heads",
-            .columns = {{"context"},
-                        {"version"},
-                        {"threads"},
-                        {"pieces"},
-                        {"time [us]", 1},
-                        {"GB/s", 1},
-                        {"bytes [MiB]", 2},
-                        {"max err vs v0"},
-                        {"time over one pass, same threads"}}};
+            .columns = {"context", "version", "threads", "pieces", Column{"time [us]", 1}, Column{"GB/s", 1},
+                        Column{"bytes [MiB]", 2}, "max err vs v0", "time over one pass, same threads"}};
   Table& decode_time = result.time;
   decode_time = {.name = "decode_time",
                  .title = "Decode time against the context",
-                 .columns = {{"context"}, {"one pass, 1 thread [us]", 1}, {"one pass [us]", 1}, {"split-K [us]", 1}}};
+                 .columns = {"context", Column{"one pass, 1 thread [us]", 1}, Column{"one pass [us]", 1},
+                             Column{"split-K [us]", 1}}};
   enum class Role { REFERENCE, ONE_PASS_ALONE, ONE_PASS, SPLIT, PAGED_SPLIT };
   for (int ctx_len : contexts) {
     Inputs in(shape, ctx_len, 1, o.seed + 1);

@@ -19,9 +19,7 @@
 
 namespace servelab::lab05 {
 
-using lab::LabOptions;
-using lab::Report;
-using lab::Table;
+using namespace servelab::lab;
 
 /// What every kernel table runs on: one layer's head shape, the threads, and the fast memory M.
 struct Bench {

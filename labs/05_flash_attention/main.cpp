@@ -30,8 +30,6 @@
 #include "workload/workload.h"
 #include "serving.h"
 
-using namespace servelab;
-using namespace servelab::lab;
 using namespace servelab::lab05;
 
 namespace {
@@ -51,11 +49,11 @@ ServingResult serving_check(Report& report, const LabOptions& o, const std::stri
   spec.output_len = parse_length_dist(o.quick ? "uniform:8:16" : "uniform:16:64", LengthRole::output, "output");
   spec.seed = o.seed;
   const auto workload = make_workload(spec, mc.vocab_size);
-  Table serving{
-      .name = "serving",
-      .title = "Lab 04's serving run (continuous batching, paged KV, deterministic) with each attention, " +
-               std::to_string(workload.size()) + " requests on " + mc.name,
-      .columns = {{"attention"}, {"output tok/s", 1}, {"TTFT p50 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"tokens hash"}}};
+  Table serving{.name = "serving",
+                .title = "Lab 04's serving run (continuous batching, paged KV, deterministic) with each attention, " +
+                         std::to_string(workload.size()) + " requests on " + mc.name,
+                .columns = {"attention", Column{"output tok/s", 1}, Column{"TTFT p50 [ms]", 1},
+                            Column{"TPOT p50 [ms]", 2}, "tokens hash"}};
   base.engine.scheduler.max_num_seqs = 16;
   base.engine.scheduler.max_num_batched_tokens = 4096;
   base.engine.kv_cache_memory = static_cast<std::size_t>(16) * 600 * kv_cache_bytes_for(mc, 1, 1);
@@ -80,12 +78,8 @@ ServingResult serving_check(Report& report, const LabOptions& o, const std::stri
 /// A log-y line plot of every column of @p table after its first, against the first.
 PlotSpec log_plot(const Table& table, std::string title, std::string xlabel, std::string ylabel) {
   return {.name = table.name,
-          .table = table.name,
-          .x = table.columns.front().header,
-          .y = table.headers(1),
-          .title = std::move(title),
-          .xlabel = std::move(xlabel),
-          .ylabel = std::move(ylabel),
+          .data = columns_of(table),
+          .labels = {std::move(title), std::move(xlabel), std::move(ylabel)},
           .logy = true};
 }
 
@@ -101,8 +95,7 @@ struct Flags {
 /// Registers the common flags into @p o and the lab's into @p f; returns the lab's by name so --quick can tell
 /// which were given.
 std::map<std::string, CLI::Option*> add_flags(CLI::App& app, LabOptions& o, Flags& f) {
-  add_common_options(app, o, "qwen2.5-0.5b");
-  add_trace_options(app);  // --trace FILE: every engine run as a Chrome trace (labs/common/trace.h)
+  add_serving_options(app, o, "qwen2.5-0.5b");
   return {
       {"lengths", app.add_option("--lengths", f.lengths, "prefill lengths L of the main table")->capture_default_str()},
       {"contexts", app.add_option("--contexts", f.contexts, "decode contexts")->capture_default_str()},

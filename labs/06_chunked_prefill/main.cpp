@@ -20,8 +20,6 @@
 #include "lab06.h"
 #include "workload/summary.h"
 
-using namespace servelab;
-using namespace servelab::lab;
 using namespace servelab::lab06;
 
 namespace {
@@ -36,8 +34,7 @@ std::string lowercase(std::string s) {
 int main(int argc, char** argv) {
   CLI::App app{"Lab 06: chunked prefill, a token budget per step", "lab_06_chunked_prefill"};
   LabOptions o;
-  add_common_options(app, o, "small");
-  add_trace_options(app);  // --trace FILE: every engine run as a Chrome trace (labs/common/trace.h)
+  add_serving_options(app, o, "small");
   Flags f;
   add_flags(app, f);
 
@@ -110,26 +107,19 @@ int main(int argc, char** argv) {
     const HeadOfLine hol = head_of_line(report, *model, base, f, bar, samples);
     report.add_table(hol.table);
     report.add_table(hol.steps, /*print=*/false);
-    const auto plot = [&](const std::string& name, const std::string& table, const std::string& x,
-                          std::vector<std::string> y, const std::string& title, const std::string& xlabel,
-                          const std::string& ylabel) {
-      report.add_plot({.name = name,
-                       .table = table,
-                       .x = x,
-                       .y = std::move(y),
-                       .title = title,
-                       .xlabel = xlabel,
-                       .ylabel = ylabel,
-                       .logy = true});
+    const auto plot = [&](const std::string& name, PlotData data, PlotLabels labels) {
+      report.add_plot({.name = name, .data = std::move(data), .labels = std::move(labels), .logy = true});
     };
-    plot("head_of_line", "head_of_line_steps", "step", hol.steps.headers(1),
-         "Lab 06: step time when long prompts join the decodes", "step", "step time [ms]");
+    plot("head_of_line", columns_of(hol.steps),
+         {"Lab 06: step time when long prompts join the decodes", "step", "step time [ms]"});
 
     const BudgetSweep sweep = budget_sweep(*model, base, workload, f.sweep, slo, bar, samples);
     report.add_table(sweep.table);
-    plot("budget_sweep", "budget_sweep", "max_num_batched_tokens",
-         {"TTFT p50 [ms]", "TTFT p99 [ms]", "ITL p99 [ms]", "TPOT p99 [ms]"},
-         "Lab 06: the token budget, TTFT against the token gaps", "max_num_batched_tokens", "ms");
+    plot("budget_sweep",
+         {.table = "budget_sweep",
+          .x = "max_num_batched_tokens",
+          .y = {"TTFT p50 [ms]", "TTFT p99 [ms]", "ITL p99 [ms]", "TPOT p99 [ms]"}},
+         {"Lab 06: the token budget, TTFT against the token gaps", "max_num_batched_tokens", "ms"});
     report.add_table(calibration(*model, base, workload, f.sweep, slo, samples, sweep));
 
     const Table gpu_table = gpu_simulated(g, f);
@@ -141,10 +131,13 @@ int main(int argc, char** argv) {
     report.add_table(rates.plot, /*print=*/false);
     const std::string chunked_name = budget_name(true, cap.best_budget), plain_name = budget_name(false, 0);
     for (const char* metric : {"TTFT", "ITL"})
-      plot("rate_sweep_" + lowercase(metric), "rate_sweep_plot", "achieved [req/s]",
-           {plain_name + " " + metric + " p99", chunked_name + " " + metric + " p99", std::string(metric) + " SLO"},
-           "Lab 06 (simulated): " + std::string(metric) + " p99 against throughput", "achieved throughput [req/s]",
-           "ms");
+      plot("rate_sweep_" + lowercase(metric),
+           {.table = rates.plot.name,
+            .x = "achieved [req/s]",
+            .y = {plain_name + " " + metric + " p99", chunked_name + " " + metric + " p99",
+                  std::string(metric) + " SLO"}},
+           {"Lab 06 (simulated): " + std::string(metric) + " p99 against throughput", "achieved throughput [req/s]",
+            "ms"});
     const NotEnough limits = not_enough(g, f, cap);
     report.add_table(limits.table);
     report.add_table(simulator_speed(g, f, cap.best_budget));

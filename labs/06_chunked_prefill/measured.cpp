@@ -51,12 +51,8 @@ ArticleSplit article_split(Report& report, const GpuScale& g) {
                              .title = "The KV cache article's 1,000-token prompt, scheduled by this engine: budget "
                                       "512, --long-prefill-token-threshold 256, beside 4 decodes (" +
                                       g.what() + ")",
-                             .columns = {{"step"},
-                                         {"decodes"},
-                                         {"prompt chunk"},
-                                         {"num_computed_tokens"},
-                                         {"first token sampled"},
-                                         {"K/V held [MiB]", 1}}}};
+                             .columns = {"step", "decodes", "prompt chunk", "num_computed_tokens",
+                                         "first token sampled", Column{"K/V held [MiB]", 1}}}};
   Engine engine(g.gpu.model, config.engine);
   for (int d = 0; d < decoders; ++d) engine.add_request(synthetic_prompt(32, c.vocab_size, 100 + d), {}, 8);
   engine.step();  // the decoders' own prompts: from here on they decode, one token a step
@@ -94,19 +90,12 @@ HeadOfLine head_of_line(Report& report, Model& model, const LabConfig& base, con
       .table = {.name = "head_of_line",
                 .title = std::to_string(f.num_long) + " prompts of " + std::to_string(f.long_prompt) + " tokens join " +
                          std::to_string(f.decoders) + " decoding requests",
-                .columns = {{"configuration"},
-                            {"ITL p50 [ms]", 2},
-                            {"ITL p99 [ms]", 2},
-                            {"longest stall [ms]", 1},
-                            {"TPOT p50 [ms]", 2},
-                            {"TPOT p99 [ms]", 2},
-                            {"long prompts' TTFT p50 [ms]", 1},
-                            {"steps with prefill"},
-                            {"steps"},
-                            {"long prompts' K/V"},
-                            {"tokens hash"}}},
+                .columns = {"configuration", Column{"ITL p50 [ms]", 2}, Column{"ITL p99 [ms]", 2},
+                            Column{"longest stall [ms]", 1}, Column{"TPOT p50 [ms]", 2}, Column{"TPOT p99 [ms]", 2},
+                            Column{"long prompts' TTFT p50 [ms]", 1}, "steps with prefill", "steps",
+                            "long prompts' K/V", "tokens hash"}},
       .steps = {
-          .name = "head_of_line_steps", .title = "Step time around the long prompt's arrival", .columns = {{"step"}}}};
+          .name = "head_of_line_steps", .title = "Step time around the long prompt's arrival", .columns = {"step"}}};
   Table& hol = out.table;
   std::vector<std::vector<double>> step_ms;
   std::string first_hash;
@@ -263,13 +252,9 @@ Table calibration(const Model& model, const LabConfig& base, const std::vector<W
   const Summary err = summarize(step_error);
   Table calib{.name = "calibration",
               .title = "The simulator checked against this machine: the sweep replayed on the calibrated cost model",
-              .columns = {{"max_num_batched_tokens"},
-                          {"steps used for"},
-                          {"TTFT p50 real [ms]", 1},
-                          {"TTFT p50 simulated [ms]", 1},
-                          {"ITL p99 real [ms]", 2},
-                          {"ITL p99 simulated [ms]", 2},
-                          {"ITL p99 error [%]", 1}}};
+              .columns = {"max_num_batched_tokens", "steps used for", Column{"TTFT p50 real [ms]", 1},
+                          Column{"TTFT p50 simulated [ms]", 1}, Column{"ITL p99 real [ms]", 2},
+                          Column{"ITL p99 simulated [ms]", 2}, Column{"ITL p99 error [%]", 1}}};
   const SimulatedModel cpu_sim{model.config(), here, StepDtypes{model.options().weight_dtype, DType::F32, DType::F32}};
   for (std::size_t i = 0; i < sweep.size(); ++i) {
     const ServingMetrics m = simulate_serving(cpu_sim, lab_config(true, base, sweep[i]).engine, workload, slo).m;

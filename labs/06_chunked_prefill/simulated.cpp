@@ -113,15 +113,13 @@ Capacities capacity_of(const GpuScale& g, EngineConfig e, const WorkloadSpec& sp
 
 // 5. Capacity in both readings of the one GPU SLO, by bisection (as Sarathi-Serve and Vidur find it).
 Capacity capacity(const GpuScale& g, const Flags& f) {
-  Capacity out{.table = {.name = "capacity",
-                         .title = "Simulated capacity: the highest request rate meeting the SLO (" + g.what() +
-                                  "; SLO " + g.slo.describe() + ")",
-                         .columns = {{"configuration"},
-                                     {"capacity, ITL p99 [req/s]", 1},
-                                     {"vs no chunking, ITL", 2},
-                                     {"capacity, TPOT p99 [req/s]", 1},
-                                     {"vs no chunking, TPOT", 2}}},
-               .best_budget = f.gpu_sweep.front()};
+  Capacity out{
+      .table = {.name = "capacity",
+                .title = "Simulated capacity: the highest request rate meeting the SLO (" + g.what() + "; SLO " +
+                         g.slo.describe() + ")",
+                .columns = {"configuration", Column{"capacity, ITL p99 [req/s]", 1}, Column{"vs no chunking, ITL", 2},
+                            Column{"capacity, TPOT p99 [req/s]", 1}, Column{"vs no chunking, TPOT", 2}}},
+      .best_budget = f.gpu_sweep.front()};
   double plain_tpot = 0;
   for (const auto& [chunked, b] : gpu_configs(f.gpu_sweep)) {
     const EngineConfig e = g.config(chunked, b);
@@ -150,13 +148,10 @@ RateSweep rate_sweep(const GpuScale& g, const Flags& f, const Capacity& cap) {
                           .columns = columns},
                 .plot = {.name = "rate_sweep_plot",
                          .title = "The rate sweep, one column per line drawn",
-                         .columns = {{"achieved [req/s]", 2},
-                                     {plain_name + " TTFT p99", 1},
-                                     {chunked_name + " TTFT p99", 1},
-                                     {"TTFT SLO", 1},
-                                     {plain_name + " ITL p99", 2},
-                                     {chunked_name + " ITL p99", 2},
-                                     {"ITL SLO", 2}}}};
+                         .columns = {Column{"achieved [req/s]", 2}, Column{plain_name + " TTFT p99", 1},
+                                     Column{chunked_name + " TTFT p99", 1}, Column{"TTFT SLO", 1},
+                                     Column{plain_name + " ITL p99", 2}, Column{chunked_name + " ITL p99", 2},
+                                     Column{"ITL SLO", 2}}}};
   const double scale = cap.best > 0 ? cap.best : f.gpu_rate;
   for (const auto& [chunked, b] : {std::pair{false, 16384}, std::pair{true, cap.best_budget}}) {
     for (double x : {0.25, 0.5, 0.75, 1.0, 1.25, 1.5}) {
@@ -184,12 +179,8 @@ NotEnough not_enough(const GpuScale& g, const Flags& f, const Capacity& referenc
   const LatencySLO strict{f.strict_slo_ttft_ms / 1e3, g.slo.tbt};
   NotEnough out{.table = {.name = "not_enough",
                           .title = "Simulated: where chunked prefill is not enough (" + g.what() + ")",
-                          .columns = {{"condition"},
-                                      {"SLO"},
-                                      {"no chunking [req/s]", 1},
-                                      {"chunked [req/s]", 1},
-                                      {"budget"},
-                                      {"vs this table's first row", 2}}}};
+                          .columns = {"condition", "SLO", Column{"no chunking [req/s]", 1},
+                                      Column{"chunked [req/s]", 1}, "budget", Column{"vs this table's first row", 2}}}};
   out.table.add_row({std::string("the workload above"), g.slo.describe(), reference.plain, reference.best,
                      static_cast<long long>(reference.best_budget), 1.0});
   // No chunking and the budget that served the workload above best: the question is whether chunking still helps.
@@ -244,9 +235,10 @@ Table simulator_speed(const GpuScale& g, const Flags& f, int best_budget) {
   const double t0 = now_seconds();
   const ServingMetrics big_run = g.simulate(g.config(true, best_budget), big_workload, g.slo).m;
   const double sim_wall = now_seconds() - t0;
-  Table speed{.name = "simulator_speed",
-              .title = "The simulator's own speed (wall clock here)",
-              .columns = {{"requests"}, {"simulated serving [s]", 1}, {"wall time [s]", 2}, {"simulated / wall"}}};
+  Table speed{
+      .name = "simulator_speed",
+      .title = "The simulator's own speed (wall clock here)",
+      .columns = {"requests", Column{"simulated serving [s]", 1}, Column{"wall time [s]", 2}, "simulated / wall"}};
   speed.add_row(
       {static_cast<long long>(f.sim_speed_requests), big_run.duration, sim_wall, big_run.duration / sim_wall});
   speed.note = "One sweep point of " + budget_name(true, best_budget) + " at " + plain_number(f.gpu_rate) + " req/s, " +

@@ -82,8 +82,8 @@ Table gpu_upgrades(Report& report, const LabOptions& o, const Flags& f, const Li
   t.name = "gpu_upgrades";
   t.title = "(f) Simulated: which pool's GPU moves TTFT and which TPOT (" + sims[0].model.config.name + ", " +
             pattern.name + ", KV over " + gpu_link.name + ")";
-  t.columns = {{"fleet (simulated)"}, {"prefill GPU"},       {"decode GPU"},       {"TTFT p50 [ms]", 1},
-               {"TPOT p50 [ms]", 2},  {"TTFT vs A100+A100"}, {"TPOT vs A100+A100"}};
+  t.columns = {"fleet (simulated)",        "prefill GPU",       "decode GPU",       Column{"TTFT p50 [ms]", 1},
+               Column{"TPOT p50 [ms]", 2}, "TTFT vs A100+A100", "TPOT vs A100+A100"};
   std::vector<std::vector<Latency>> split(gpus.size(), std::vector<Latency>(gpus.size()));  // [prefill][decode]
   Latency base;
   const auto add = [&](const std::string& shape, std::size_t p, std::size_t d, const FleetRun& run) {
@@ -181,7 +181,7 @@ Table summarisation_walkthrough(Report& report, const Flags& f) {
   t.name = "summarisation_walkthrough";
   t.title = "(g) The KV cache article's 8,000-token summarisation, step by step (" + m.name +
             ", bf16, simulated roofs plus " + plain_number(f.sim_overhead_ms) + " ms per step)";
-  t.columns = {{"step"}, {"on"}, {"GFLOP", 1}, {"bytes"}, {"time [ms]", 2}};
+  t.columns = {"step", "on", Column{"GFLOP", 1}, "bytes", Column{"time [ms]", 2}};
   const Cell none = std::string("—");
   const Work prefill_work = step_work(m, pm.dtypes, {{0, kPrompt}}, 1);
   const double prefill_s = pm.cost.predict(prefill_work);
@@ -276,7 +276,7 @@ Table paper_numbers(const Fleets& fleets, const Flags& f) {
   Table t;
   t.name = "paper_numbers";
   t.title = "(h) The papers' headline numbers beside this simulator's closest reproduction (simulated)";
-  t.columns = {{"paper"}, {"claim"}, {"paper's conditions"}, {"simulated here"}, {"here: pattern, fleets"}};
+  t.columns = {"paper", "claim", "paper's conditions", "simulated here", "here: pattern, fleets"};
   t.add_row({std::string("DistServe (OSDI 2024)"), std::string("7.4x more requests within SLO"),
              std::string("OPT-13B to 175B on A100-80GB nodes; chatbot, code completion and summarisation traces; "
                          "vs vLLM; parallelism and placement searched per phase"),

@@ -29,11 +29,7 @@ namespace servelab::lab07 {
 using disagg::FleetConfig;
 using disagg::FleetRun;
 using disagg::Link;
-using lab::Claim;
-using lab::LabOptions;
-using lab::Report;
-using lab::SimulatedGpu;
-using lab::Table;
+using namespace servelab::lab;
 
 /// Lab 07's own flags (the common ones are in LabOptions), with their defaults.
 struct Flags {

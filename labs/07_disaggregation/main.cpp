@@ -38,8 +38,6 @@
 #include "perf/cost_model.h"
 #include "perf/hardware.h"
 
-using namespace servelab;
-using namespace servelab::lab;
 using namespace servelab::lab07;
 using namespace servelab::disagg;
 
@@ -115,7 +113,8 @@ Table kv_bytes_table(const Flags& f) {
   a.name = "kv_bytes_per_request";
   a.title = "(a) KV per request, its transfer time at line rate and its prefill on the " + f.sim_gpu +
             " roofline (computed, bf16)";
-  a.columns = {{"model", 2}, {"tokens", 2}, {"KV bytes", 2}, {"KV", 2}, {"prefill [ms]", 2}};
+  a.columns = {Column{"model", 2}, Column{"tokens", 2}, Column{"KV bytes", 2}, Column{"KV", 2},
+               Column{"prefill [ms]", 2}};
   for (const Column& c : link_columns()) a.columns.push_back(c);
   a.columns.push_back({f.sim_link + " / prefill", 3});
   const Link& link = find_link(f.sim_link, "--sim-link");
@@ -142,7 +141,7 @@ Table transfer_vs_prefill(const Flags& f) {
   t.name = "transfer_vs_prefill";
   t.title = "(a, plotted) " + f.sim_model + ": prefill on the " + f.sim_gpu +
             " roofline against the KV transfer, by prompt length (computed)";
-  t.columns = {{"tokens"}, {"prefill [ms]", 3}};
+  t.columns = {"tokens", Column{"prefill [ms]", 3}};
   for (const Column& c : link_columns()) t.columns.push_back({c.header, 3});
   for (int tokens = 128; tokens <= 16384; tokens *= 2) {
     const KvCost k = kv_cost(preset(f.sim_model), roofs, tokens);
@@ -184,8 +183,7 @@ void check_servelab(const Flags& f) {
 int main(int argc, char** argv) {
   CLI::App app{"Lab 07: disaggregated prefill and decode", "lab_07_disaggregation"};
   LabOptions o;
-  add_common_options(app, o, "small");
-  add_trace_options(app);  // --trace FILE: every engine run as a Chrome trace (labs/common/trace.h)
+  add_serving_options(app, o, "small");
   Flags f{.exe = SERVELAB_EXE};
   add_flags(app, f);
   return run_lab(app, argc, argv, [&] {
@@ -214,12 +212,9 @@ int main(int argc, char** argv) {
     report.add_table(curve);
     report.add_plot(
         {.name = "transfer_vs_prefill",
-         .table = curve.name,
-         .x = "tokens",
-         .y = curve.headers(1),
-         .title = "Lab 07: " + f.sim_model + "'s prefill on the " + f.sim_gpu + " roofline vs its KV transfer",
-         .xlabel = "prompt tokens",
-         .ylabel = "ms",
+         .data = columns_of(curve),
+         .labels = {"Lab 07: " + f.sim_model + "'s prefill on the " + f.sim_gpu + " roofline vs its KV transfer",
+                    "prompt tokens", "ms"},
          .logy = true});
     const Transfers transfers = measured_transfers(o, f, c, threads);
     report.add_table(transfers.table);

@@ -134,13 +134,19 @@ Transfers measured_transfers(const LabOptions& o, const Flags& f, const ModelCon
   b.name = "measured_transfers";
   b.title = "(b) Measured KV transfers, " + std::to_string(f.prompt_len) +
             "-token prompts, median of the requests (this machine, loopback)";
-  b.columns = {{"UCX_TLS"},        {"mode"},
-               {"KV sent"},        {"link"},
-               {"bytes"},          {"descriptors"},
-               {"coalesced"},      {"transfer [ms]", 3},
-               {"GB/s", 2},        {"transfer / prefill", 3},
-               {"overlapped [%]"}, {"paced ms (bytes/rate)", 3},
-               {"error [%]", 1}};
+  b.columns = {"UCX_TLS",
+               "mode",
+               "KV sent",
+               "link",
+               "bytes",
+               "descriptors",
+               "coalesced",
+               Column{"transfer [ms]", 3},
+               Column{"GB/s", 2},
+               Column{"transfer / prefill", 3},
+               "overlapped [%]",
+               Column{"paced ms (bytes/rate)", 3},
+               Column{"error [%]", 1}};
   std::vector<ClientRequest> same;
   for (int i = 0; i < std::max(3, o.repeats); ++i) {
     ClientRequest r;
@@ -209,9 +215,18 @@ RealServing colocated_vs_disaggregated(Report& report, const LabOptions& o, cons
       "(c) Colocated vs disaggregated 1P1D on the prefill/decode article's request patterns, real, this "
       "machine, median of " +
       std::to_string(f.serving_repeats) + " run(s)";
-  t.columns = {{"pattern"},          {"article suggests"}, {"serving"},          {"TTFT p50 [ms]", 1},
-               {"TTFT p50 range"},   {"TTFT p99 [ms]", 1}, {"TPOT p50 [ms]", 2}, {"TPOT p50 range"},
-               {"TPOT p99 [ms]", 2}, {"tok/s", 1},         {"met SLO"},          {"goodput [req/s]", 2}};
+  t.columns = {"pattern",
+               "article suggests",
+               "serving",
+               Column{"TTFT p50 [ms]", 1},
+               "TTFT p50 range",
+               Column{"TTFT p99 [ms]", 1},
+               Column{"TPOT p50 [ms]", 2},
+               "TPOT p50 range",
+               Column{"TPOT p99 [ms]", 2},
+               Column{"tok/s", 1},
+               "met SLO",
+               Column{"goodput [req/s]", 2}};
   // Lab 06's configuration and lab 07's over one base: both use 2 x --threads cores in all.
   LabConfig base;
   base.model = model_options(

@@ -62,14 +62,14 @@ SimulatorCheck simulator_check(const LabOptions& o, const ModelConfig& c, int th
   Table& calib = out.table;
   calib.name = "simulator_check";
   calib.title = "(d) The simulator checked against (c): the same workloads on simulated instances of this CPU";
-  calib.columns = {{"pattern"},
-                   {"serving"},
-                   {"TTFT p50 real [ms]", 1},
-                   {"TTFT p50 sim [ms]", 1},
-                   {"error [%]"},
-                   {"TPOT p50 real [ms]", 2},
-                   {"TPOT p50 sim [ms]", 2},
-                   {"error [%]"}};
+  calib.columns = {"pattern",
+                   "serving",
+                   Column{"TTFT p50 real [ms]", 1},
+                   Column{"TTFT p50 sim [ms]", 1},
+                   "error [%]",
+                   Column{"TPOT p50 real [ms]", 2},
+                   Column{"TPOT p50 sim [ms]", 2},
+                   "error [%]"};
   std::vector<double> abs_errors;
   for (std::size_t p = 0; p < patterns.size(); ++p)
     for (int split = 0; split < 2; ++split) {
@@ -253,10 +253,18 @@ Fleets simulated_fleets(Report& report, const LabOptions& o, const Flags& f, con
   sim.name = "simulated_fleets";
   sim.title = "(e) Simulated: " + g.name + " (bf16), one " + hw.name + " per instance, KV over " + gpu_link.name +
               ", colocated vs xPyD";
-  sim.columns = {
-      {"pattern"},          {"article suggests"},        {"fleet (simulated)"}, {"GPUs"},
-      {"req/s offered", 2}, {"TTFT p50 [ms]", 1},        {"TTFT p99 [ms]", 1},  {"TPOT p50 [ms]", 2},
-      {"TPOT p99 [ms]", 2}, {"KV transfer p50 [ms]", 2}, {"met SLO [%]"},       {"goodput per GPU [req/s]", 3}};
+  sim.columns = {"pattern",
+                 "article suggests",
+                 "fleet (simulated)",
+                 "GPUs",
+                 Column{"req/s offered", 2},
+                 Column{"TTFT p50 [ms]", 1},
+                 Column{"TTFT p99 [ms]", 1},
+                 Column{"TPOT p50 [ms]", 2},
+                 Column{"TPOT p99 [ms]", 2},
+                 Column{"KV transfer p50 [ms]", 2},
+                 "met SLO [%]",
+                 Column{"goodput per GPU [req/s]", 3}};
   Progress sim_bar("simulated fleets", static_cast<long>(patterns.size() * kinds.size()));
   for (const Pattern& pattern : patterns) {
     PatternFleets& mine = out.patterns.emplace_back(PatternFleets{pattern.name, pattern.article_says, {}});

@@ -14,6 +14,7 @@
 #include "core/thread_pool.h"
 #include "core/timer.h"
 #include "tokenizer/pretrained.h"
+#include "trace.h"
 #include "workload/synthetic_prompt.h"
 
 namespace servelab::lab {
@@ -26,6 +27,11 @@ void add_common_options(CLI::App& app, LabOptions& o, const std::string& default
   app.add_flag("--quick", o.quick, "small sizes and one repeat: a smoke run in seconds");
   app.add_option("--repeats", o.repeats, "timed runs per point (median reported)")->capture_default_str();
   app.add_option("--warmup", o.warmup, "untimed runs before timing")->capture_default_str();
+}
+
+void add_serving_options(CLI::App& app, LabOptions& o, const std::string& default_preset) {
+  add_common_options(app, o, default_preset);
+  add_trace_options(app);
 }
 
 ModelOptions model_options(const LabOptions& o, bool deterministic) {

@@ -30,6 +30,10 @@
 
 namespace servelab::lab {
 
+// A using-directive is transitive: a lab's main that says `using namespace servelab::labNN;` (whose
+// header says `using namespace servelab::lab;`) sees the engine's names, the labs' common ones and its own.
+using namespace servelab;
+
 /// Flags shared by every lab: the model flags every command takes (cli/model_flags.h; a lab seeds
 /// the weights with --seed and picks the reductions per table, so it takes neither --weights-seed
 /// nor --deterministic), and the lab's own.
@@ -43,6 +47,9 @@ struct LabOptions : cli::ModelFlags {
 
 /// Registers the common flags on @p app, with @p default_preset as --preset's default.
 void add_common_options(CLI::App& app, LabOptions& options, const std::string& default_preset);
+/// add_common_options() and --trace FILE (trace.h): the flags of a lab that serves a workload through the
+/// engine loop, every run of which --trace records as a Chrome trace.
+void add_serving_options(CLI::App& app, LabOptions& options, const std::string& default_preset);
 
 /**
  * @brief The model options the common flags ask for (--backend, --threads,

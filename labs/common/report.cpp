@@ -218,6 +218,11 @@ void Report::add_table(const Table& table, bool print) {
   tables_.push_back(table);
 }
 
+PlotData columns_of(const Table& table) {
+  check(!table.columns.empty(), "table ", table.name, " has no columns to plot");
+  return {.table = table.name, .x = table.columns.front().header, .y = table.headers(1)};
+}
+
 void Report::add_plot(PlotSpec plot) { plots_.push_back(std::move(plot)); }
 
 void Report::record(const std::string& key, nlohmann::ordered_json value) {
@@ -269,30 +274,10 @@ std::filesystem::path Report::save() const {
     j["tables"].push_back(t.to_json());
     t.write_csv(dir_ / (t.name + ".csv"));
   }
-  j["plots"] = nlohmann::ordered_json::array();
-  for (const auto& p : plots_)
-    j["plots"].push_back({{"name", p.name},
-                          {"table", p.table},
-                          {"x", p.x},
-                          {"y", p.y},
-                          {"title", p.title},
-                          {"xlabel", p.xlabel},
-                          {"ylabel", p.ylabel},
-                          {"logy", p.logy},
-                          {"kind", p.kind},
-                          {"roofs", p.roofs},
-                          {"reference", p.reference},
-                          {"reference_roof", p.reference_roof}});
+  j["plots"] = nlohmann::json(plots_);  // the macros in report.h define to_json for nlohmann::json
   for (const auto& [key, value] : records_.items()) j[key] = value;
   j["verdict"] = verdict_;
-  j["claims"] = nlohmann::ordered_json::array();
-  for (const auto& c : claims_)
-    j["claims"].push_back({{"id", c.id},
-                           {"source", c.source},
-                           {"statement", c.statement},
-                           {"held", c.held},
-                           {"evidence", c.evidence},
-                           {"cause", c.cause}});
+  j["claims"] = nlohmann::json(claims_);
   const auto path = dir_ / (lab_ + ".json");
   std::ofstream out(path);
   check(out.good(), path.string(), ": cannot write results");

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -37,6 +38,11 @@ std::size_t display_width(const std::string& text);
 
 /// One column of a table: its header and how many digits its numbers print with.
 struct Column {
+  /// A column headed @p name whose double cells print with @p digits after the point; a bare header
+  /// converts, so a table lists its columns as `{"step", Column{"time [ms]", 2}}`.
+  Column(std::string name, int digits = 0) : header(std::move(name)), precision(digits) {}
+  Column(const char* name) : Column(std::string(name)) {}
+
   std::string header;  ///< units in brackets, e.g. "time [ms]"
   int precision = 0;   ///< digits after the point for double cells (text and integer cells ignore it)
 };
@@ -46,7 +52,7 @@ struct Column {
  *
  * @code
  *   Table t{.name = "latency", .title = "Request latency",
- *           .columns = {{"metric"}, {"median [ms]", 2}, {"p99 [ms]", 2}}};
+ *           .columns = {"metric", Column{"median [ms]", 2}, Column{"p99 [ms]", 2}}};
  *   t.add_row({std::string("TTFT"), 12.3, 15.0});
  *   t.number(0, "p99 [ms]");  // 15.0: verdicts read cells by column name
  * @endcode
@@ -79,16 +85,29 @@ struct Table {
   nlohmann::ordered_json to_json() const;
 };
 
-/// A plot drawn by tools/plot_lab.py from tables in the JSON.
-struct PlotSpec {
-  std::string name{};            ///< output file stem
+/// What a plot draws: columns of one table in the JSON.
+struct PlotData {
   std::string table{};           ///< table to read
   std::string x{};               ///< column for the x axis
   std::vector<std::string> y{};  ///< columns drawn as lines
-  std::string title{};           ///< plot title
-  std::string xlabel{};          ///< x axis label
-  std::string ylabel{};          ///< y axis label
-  bool logy = false;             ///< logarithmic y axis
+};
+
+/// A plot's words: its title and its two axis labels.
+struct PlotLabels {
+  std::string title{};
+  std::string xlabel{};
+  std::string ylabel{};
+};
+
+/// Every column of @p table after its first, against the first: the usual shape of a lab's timing table.
+PlotData columns_of(const Table& table);
+
+/// A plot drawn by tools/plot_lab.py from tables in the JSON (the same fields, nested the same way).
+struct PlotSpec {
+  std::string name{};  ///< output file stem
+  PlotData data{};
+  PlotLabels labels{};
+  bool logy = false;  ///< logarithmic y axis
   /// "line", or "roofline": log-log points (x = intensity, y = FLOP/s) under the
   /// roofs listed in table @ref roofs (columns "hardware", "peak GFLOP/s", "bandwidth GB/s").
   std::string kind = "line";
@@ -118,6 +137,13 @@ struct Claim {
   /// up to L = 8192"). Empty when it held.
   std::string cause{};
 };
+
+// The JSON of a plot or a claim is its fields by name (nested structs nest): tools/plot_lab.py and
+// tools/claims.py read them.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PlotData, table, x, y)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PlotLabels, title, xlabel, ylabel)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PlotSpec, name, data, labels, logy, kind, roofs, reference, reference_roof)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Claim, id, source, statement, held, evidence, cause)
 
 /// Collects one lab run's settings, tables and plots, prints them, and saves them.
 class Report {

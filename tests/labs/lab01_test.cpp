@@ -68,7 +68,7 @@ TEST_CASE("lab 01 --quick prints its tables and writes JSON and CSV", "[lab01]")
                      {"01.recomputes_prefix", "01.work_grows", "01.ttft_tpot", "01.same_tokens"});
   CHECK(std::filesystem::exists(dir / "steps.csv"));
   CHECK(results["machine"].contains("git_commit"));
-  CHECK(results["plots"][0]["table"] == "steps");
+  CHECK(results["plots"][0]["data"]["table"] == "steps");
 }
 
 TEST_CASE("lab 01 refuses bad flags with one error naming the flag", "[lab01]") {
