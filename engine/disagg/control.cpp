@@ -55,73 +55,50 @@ struct Schema {
   std::vector<Field> fields;  // owned: an initializer_list's array would not outlive the table's initialisation
 };
 
+// Fields several messages carry. A worker describes itself (role, model, KV layout, transport) when it
+// registers, and the router passes the same description on to its peers.
 constexpr Field kSampling{"sampling", Kind::OBJECT, false}, kStops{"stop_token_ids", Kind::IDS, false};
 constexpr Field kAccounting{"accounting", Kind::OBJECT, false};
+constexpr Field kReq{"req", Kind::REQ}, kWorkerId{"worker_id", Kind::ID}, kReason{"reason", Kind::STRING};
+constexpr Field kPrompt{"prompt", Kind::PROMPT}, kMaxTokens{"max_tokens", Kind::COUNT};
+constexpr Field kSrcBlocks{"src_blocks", Kind::IDS}, kFirstToken{"first_token", Kind::ID};
+constexpr Field kPrefillWorker{"prefill_worker", Kind::ID}, kSession{"session", Kind::STRING};
+constexpr Field kRole{"role", Kind::STRING}, kModelHash{"model_hash", Kind::STRING};
+constexpr Field kKvLayout{"kv_layout", Kind::OBJECT}, kTransport{"transport", Kind::OBJECT};
 
 // The whole protocol: one row per (type, direction). A type with different fields in each direction
 // (kv_ready relayed to decode names its prefill worker) has one row per direction.
 const std::array kSchemas{
     // A client's: the router answers each with tokens, finished, failed or status.
-    Schema{"submit",
-           kClient,
-           {{"client_req", Kind::ID}, {"prompt", Kind::PROMPT}, {"max_tokens", Kind::COUNT}, kSampling, kStops}},
+    Schema{"submit", kClient, {{"client_req", Kind::ID}, kPrompt, kMaxTokens, kSampling, kStops}},
     Schema{"abort", kClient, {{"client_req", Kind::ID}}},
     Schema{"status", kClient, {}},
     Schema{"shutdown", kClient | kRouter, {}},
     // A worker's, to the router: its registration, liveness, and its replies about its requests.
-    Schema{"register",
-           kWorker,
-           {{"role", Kind::STRING},
-            {"transport", Kind::OBJECT},
-            {"kv_layout", Kind::OBJECT},
-            {"model_hash", Kind::STRING},
-            {"ucx_tls", Kind::STRING}}},
-    Schema{"heartbeat", kWorker, {{"worker_id", Kind::ID}, {"session", Kind::STRING}}},
-    Schema{"allocated", kWorker, {{"req", Kind::REQ}, {"blocks", Kind::IDS}}},
-    Schema{"full", kWorker, {{"req", Kind::REQ}, {"reason", Kind::STRING}}},
-    Schema{"kv_sending", kWorker, {{"req", Kind::REQ}, {"src_blocks", Kind::IDS}}},
-    Schema{
-        "kv_ready", kWorker, {{"req", Kind::REQ}, {"first_token", Kind::ID}, {"src_blocks", Kind::IDS}, kAccounting}},
-    Schema{"read_done", kWorker | kRouter, {{"req", Kind::REQ}}},
-    Schema{"token", kWorker, {{"req", Kind::REQ}, {"token", Kind::ID}}},
-    Schema{"finished", kWorker, {{"req", Kind::REQ}, kAccounting}},
-    Schema{"failed", kWorker, {{"req", Kind::REQ}, {"reason", Kind::STRING}}},
-    Schema{"peer_refused", kWorker, {{"worker_id", Kind::ID}, {"reason", Kind::STRING}}},
-    Schema{"peer_added", kWorker, {{"worker_id", Kind::ID}}},
+    Schema{"register", kWorker, {kRole, kTransport, kKvLayout, kModelHash, {"ucx_tls", Kind::STRING}}},
+    Schema{"heartbeat", kWorker, {kWorkerId, kSession}},
+    Schema{"allocated", kWorker, {kReq, {"blocks", Kind::IDS}}},
+    Schema{"full", kWorker, {kReq, kReason}},
+    Schema{"kv_sending", kWorker, {kReq, kSrcBlocks}},
+    Schema{"kv_ready", kWorker, {kReq, kFirstToken, kSrcBlocks, kAccounting}},
+    Schema{"read_done", kWorker | kRouter, {kReq}},
+    Schema{"token", kWorker, {kReq, {"token", Kind::ID}}},
+    Schema{"finished", kWorker, {kReq, kAccounting}},
+    Schema{"failed", kWorker, {kReq, kReason}},
+    Schema{"peer_refused", kWorker, {kWorkerId, kReason}},
+    Schema{"peer_added", kWorker, {kWorkerId}},
     // The router's, to a worker.
     Schema{"heartbeat", kRouter, {}},
-    Schema{"registered",
-           kRouter,
-           {{"worker_id", Kind::ID}, {"session", Kind::STRING}, {"heartbeat_interval", Kind::SECONDS}}},
-    Schema{"refused", kRouter, {{"reason", Kind::STRING}}},
-    Schema{"peer",
-           kRouter,
-           {{"worker_id", Kind::ID},
-            {"role", Kind::STRING},
-            {"model_hash", Kind::STRING},
-            {"kv_layout", Kind::OBJECT},
-            {"transport", Kind::OBJECT}}},
-    Schema{"peer_gone", kRouter, {{"worker_id", Kind::ID}}},
-    Schema{"alloc",
-           kRouter,
-           {{"req", Kind::REQ}, {"prompt", Kind::PROMPT}, {"max_tokens", Kind::COUNT}, kSampling, kStops}},
-    Schema{"prefill",
-           kRouter,
-           {{"req", Kind::REQ},
-            {"prompt", Kind::PROMPT},
-            {"dst_blocks", Kind::IDS},
-            {"decode_worker", Kind::ID},
-            kSampling,
-            kStops}},
-    Schema{"kv_sending", kRouter, {{"req", Kind::REQ}, {"src_blocks", Kind::IDS}, {"prefill_worker", Kind::ID}}},
-    Schema{"kv_ready",
-           kRouter,
-           {{"req", Kind::REQ},
-            {"first_token", Kind::ID},
-            {"src_blocks", Kind::IDS},
-            {"prefill_worker", Kind::ID},
-            kAccounting}},
-    Schema{"abort", kRouter, {{"req", Kind::REQ}}},
+    Schema{"registered", kRouter, {kWorkerId, kSession, {"heartbeat_interval", Kind::SECONDS}}},
+    Schema{"refused", kRouter, {kReason}},
+    Schema{"peer", kRouter, {kWorkerId, kRole, kModelHash, kKvLayout, kTransport}},
+    Schema{"peer_gone", kRouter, {kWorkerId}},
+    Schema{"alloc", kRouter, {kReq, kPrompt, kMaxTokens, kSampling, kStops}},
+    Schema{
+        "prefill", kRouter, {kReq, kPrompt, {"dst_blocks", Kind::IDS}, {"decode_worker", Kind::ID}, kSampling, kStops}},
+    Schema{"kv_sending", kRouter, {kReq, kSrcBlocks, kPrefillWorker}},
+    Schema{"kv_ready", kRouter, {kReq, kFirstToken, kSrcBlocks, kPrefillWorker, kAccounting}},
+    Schema{"abort", kRouter, {kReq}},
 };
 
 const char* sender_name(Sender s) {

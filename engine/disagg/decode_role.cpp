@@ -11,11 +11,8 @@
 namespace servelab::disagg {
 
 void DecodeRole::alloc(const Message& m) {
-  const std::int64_t req = field_req(m);
   // A second ALLOC for a request that holds blocks here would take blocks that nothing frees.
-  if (find(req) != jobs_.end())
-    return c_.dropped("alloc for request " + std::to_string(req) + ", which holds blocks here already");
-  try {
+  take_on(c_, m, "alloc", "which holds blocks here already", [&](std::int64_t req) {
     const std::vector<std::int32_t> prompt = field_ids(m, "prompt", c_.vocab_size - 1);
     const int max_tokens = static_cast<int>(field_int(m, "max_tokens", 1, std::numeric_limits<std::int32_t>::max()));
     const RequestSampling sampling = sampling_from(m, c_.vocab_size);
@@ -33,9 +30,7 @@ void DecodeRole::alloc(const Message& m) {
     }
     jobs_.emplace(*id, DecodeJob{.req = req, .deadline = now_seconds() + c_.config.kv_timeout});
     c_.send({{"type", "allocated"}, {"req", req}, {"blocks", c_.blocks_of(*id)}});
-  } catch (const Error& e) {
-    c_.report_failure(req, e.what());
-  }
+  });
 }
 
 void DecodeRole::prefill_locally(const Message& m) {

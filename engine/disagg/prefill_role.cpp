@@ -11,10 +11,7 @@
 namespace servelab::disagg {
 
 void PrefillRole::prefill(const Message& m) {
-  const std::int64_t req = field_req(m);
-  if (find(req) != jobs_.end())
-    return c_.dropped("prefill for request " + std::to_string(req) + ", queued here already");
-  try {
+  take_on(c_, m, "prefill", "queued here already", [&](std::int64_t req) {
     const std::vector<std::int32_t> prompt = field_ids(m, "prompt", c_.vocab_size - 1);
     PrefillJob job{.req = req, .decode_worker = field_worker(m, "decode_worker")};
     job.dst = field_ids(m, "dst_blocks", c_.peer(job.decode_worker).layout.num_blocks - 1);
@@ -22,9 +19,7 @@ void PrefillRole::prefill(const Message& m) {
     const RequestSampling sampling = sampling_from(m, c_.vocab_size);
     const int id = c_.engine.add_request(prompt, sampling.params, 1);
     jobs_.emplace(id, std::move(job));
-  } catch (const Error& e) {
-    c_.report_failure(req, e.what());
-  }
+  });
 }
 
 void PrefillRole::release(int id) {

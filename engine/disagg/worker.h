@@ -51,8 +51,12 @@
 
 namespace servelab::disagg {
 
-/// What a worker does for the router.
-enum class WorkerRole { PREFILL, DECODE, BOTH };
+/// What a worker does for the router (`--role`).
+enum class WorkerRole {
+  PREFILL,  ///< computes prompts (max_tokens = 1) and moves their KV to the decode worker's blocks
+  DECODE,   ///< takes a request's blocks at ALLOC, waits for its KV, then decodes it
+  BOTH,     ///< either, and computes itself the prompts of the requests it decodes (colocated, no KV moved)
+};
 
 /// "prefill", "decode" or "both" (the wire's and the flag's names).
 const char* to_string(WorkerRole role);

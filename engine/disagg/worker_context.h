@@ -13,6 +13,7 @@
 
 #include <zmq.hpp>
 
+#include "core/error.h"
 #include "disagg/control.h"
 #include "disagg/transport.h"
 #include "disagg/worker.h"
@@ -63,6 +64,11 @@ struct WorkerContext {
   std::string checksum(int request_id, int num_tokens) const;
 };
 
+/// Field @p key of @p m as a router request id.
+std::int64_t field_req(const Message& m, const char* key = "req");
+/// Field @p key of @p m as a router worker id.
+int field_worker(const Message& m, const char* key);
+
 /// The requests one role of a worker holds, by engine request id, each with the role's record of it
 /// (a @p Job with a `req` member: the router's id for the request).
 template <class Job>
@@ -76,15 +82,27 @@ class RoleJobs {
   typename std::map<int, Job>::iterator find(std::int64_t req) {
     return std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.second.req == req; });
   }
+  /**
+   * @brief Takes on the request router message @p m names (field "req") with @p body(req), unless it is one
+   *        of this role's already: then the message is dropped, logged as "<what> for request <req>, <already>".
+   *
+   * An Error from @p body fails the request at the router, with its message as the reason.
+   */
+  template <class Body>
+  void take_on(WorkerContext& c, const Message& m, const char* what, const char* already, Body&& body) {
+    const std::int64_t req = field_req(m);
+    if (find(req) != jobs_.end())
+      return c.dropped(std::string(what) + " for request " + std::to_string(req) + ", " + already);
+    try {
+      body(req);
+    } catch (const Error& e) {
+      c.report_failure(req, e.what());
+    }
+  }
   std::map<int, Job> jobs_;  ///< by engine request id
 };
 
 /// SEND mode's tag of request @p req's messages: the request id in the high half, the piece index in the low.
 inline std::uint64_t kv_send_tag(std::int64_t req) { return static_cast<std::uint64_t>(req + 1) << 32; }
-
-/// Field @p key of @p m as a router request id.
-std::int64_t field_req(const Message& m, const char* key = "req");
-/// Field @p key of @p m as a router worker id.
-int field_worker(const Message& m, const char* key);
 
 }  // namespace servelab::disagg

@@ -127,11 +127,10 @@ class HostKVCache final : public KVCache {
   HostKVCache(const ModelConfig& config, int num_blocks, int block_size);
   bool on_device() const override { return false; }
 
- protected:
+ private:  // a final class: only KVCache calls the copies
   void copy_out(std::byte* dst, const float* src, std::size_t bytes) override;
   void copy_in(float* dst, const std::byte* src, std::size_t bytes) override;
 
- private:
   std::vector<float> k_, v_;  // [num_layers][num_blocks][block_size][kv_dim]
 };
 

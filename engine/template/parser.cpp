@@ -32,6 +32,10 @@ struct Token {
   int line;
 };
 
+// Python's one-character escapes: a backslash and kEscapeLetters[k] stand for kEscaped[k].
+constexpr std::string_view kEscapeLetters = "\\'\"abfnrtv";
+constexpr std::string_view kEscaped = "\\'\"\a\b\f\n\r\t\v";
+
 // Python's unicode-escape decoding, which jinja2 applies to string literals.
 std::string unescape(std::string_view s, const std::string& where) {
   std::string out;
@@ -56,18 +60,12 @@ std::string unescape(std::string_view s, const std::string& where) {
       check(cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF), where, ": escape \\", e, " names no character");
       append_utf8(out, cp);
     };
+    if (const std::size_t k = kEscapeLetters.find(e); k != std::string_view::npos) {
+      out += kEscaped[k];
+      continue;
+    }
     switch (e) {
       case '\n': break;  // a line continuation
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'v': out += '\v'; break;
       case 'x': hex(2); break;
       case 'u': hex(4); break;
       case 'U': hex(8); break;

@@ -283,6 +283,10 @@ bool Value::equals(const Value& other) const {
 
 namespace {
 
+// The characters json.dumps escapes with a backslash and a letter: kJsonEscaped[k] as kJsonEscapeLetters[k].
+constexpr std::string_view kJsonEscaped = "\"\\\n\r\t\b\f";
+constexpr std::string_view kJsonEscapeLetters = "\"\\nrtbf";
+
 // json.dumps's string escaping: quotes, backslashes and the C0 controls; with
 // ensure_ascii also every non-ASCII character, as \uXXXX (UTF-16 units).
 void json_string(std::string& out, std::string_view s, bool ensure_ascii = false) {
@@ -305,22 +309,15 @@ void json_string(std::string& out, std::string_view s, bool ensure_ascii = false
       out += buf;
       continue;
     }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += ch;
-        }
+    if (const std::size_t k = kJsonEscaped.find(ch); k != std::string_view::npos) {
+      out += '\\';
+      out += kJsonEscapeLetters[k];
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
     }
   }
   out += '"';
