@@ -99,6 +99,22 @@ inline bool all_close(const std::vector<float>& a, const std::vector<double>& re
   return false;
 }
 
+/**
+ * @brief How a deterministic and a fast path are held to a reference: with @p exact (deterministic mode, the
+ *        same sums in the same order), @p a == @p ref element for element; otherwise all_close() under
+ *        @p atol and @p rtol. Reports the first differing element when an exact match fails.
+ */
+inline bool equal_or_close(const std::vector<float>& a, const std::vector<float>& ref, bool exact, double atol,
+                           double rtol) {
+  if (!exact) return all_close(a, std::vector<double>(ref.begin(), ref.end()), atol, rtol);
+  if (a == ref) return true;
+  std::size_t i = 0;
+  while (i < a.size() && i < ref.size() && a[i] == ref[i]) ++i;
+  UNSCOPED_INFO("not equal: sizes " << a.size() << " and " << ref.size() << ", first difference at " << i);
+  if (i < a.size() && i < ref.size()) UNSCOPED_INFO(a[i] << " vs ref " << ref[i]);
+  return false;
+}
+
 /// @p n floats uniform in [-1, 1) from a fixed seed.
 inline std::vector<float> random_floats(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);

@@ -5,6 +5,8 @@
  */
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,6 +33,19 @@ inline GenerateResult generate_as_lab(Model& model, const std::vector<std::int32
   gen.max_new_tokens = max_new_tokens;
   gen.use_kv_cache = Techniques::for_lab(lab).kv_cache;
   return generate(model, prompt, gen);
+}
+
+/// Runs @p check(gen) greedy and then at temperature 0.9 (each failure names which), gen asking for
+/// @p max_new_tokens from a sampler of @p seed with no top-k or top-p cut.
+template <typename Check>
+void at_greedy_and_sampled(int max_new_tokens, std::uint64_t seed, Check check) {
+  for (const float temperature : {0.0f, 0.9f}) {
+    INFO("temperature " << temperature);
+    GenerateOptions gen;
+    gen.max_new_tokens = max_new_tokens;
+    gen.sampling = {temperature, 0, 1.0f, seed};
+    check(gen);
+  }
 }
 
 /// The "tiny" preset from @p seed in deterministic mode (batch-invariant reductions), so a cached and

@@ -92,11 +92,7 @@ TEST_CASE("generate_loop with the cache feeds the prompt once, then only the new
           "[lab02][graded]") {
   auto model = test::deterministic_tiny();
   const auto prompt = synthetic_prompt(8, model->config().vocab_size, 4);
-  for (const float temperature : {0.0f, 0.9f}) {
-    INFO("temperature " << temperature);
-    GenerateOptions gen;
-    gen.max_new_tokens = 10;
-    gen.sampling = {temperature, 0, 1.0f, 3};
+  test::at_greedy_and_sampled(10, 3, [&](GenerateOptions gen) {
     HostKVCache cache(model->config(), 1, 8 + 10);
     gen.use_kv_cache = false;
     const GenerateResult recomputed = generate_loop(*model, cache, prompt, gen);
@@ -106,7 +102,7 @@ TEST_CASE("generate_loop with the cache feeds the prompt once, then only the new
     std::vector<int> fed(10, 1);
     fed[0] = 8;
     CHECK(cached.step_tokens == fed);
-  }
+  });
 }
 
 TEST_CASE("the KV-bytes and attention-FLOP formulas by hand: GQA, bf16, a decode after a cached prefix",

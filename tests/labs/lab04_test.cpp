@@ -11,17 +11,23 @@
 
 using namespace servelab;
 
+namespace {
+
+/// Lab 04's switch: the fields its configuration changes over lab 03's.
+const test::Fields kLab04Fields{"engine.scheduler.policy", "engine.block_size"};
+
+}  // namespace
+
 TEST_CASE("lab 04 = lab 03 + paged KV blocks and continuous batching: configure() differs in exactly its fields",
           "[lab04]") {
-  CHECK(test::ladder_step(4) == test::Fields{"engine.scheduler.policy", "engine.block_size"});
+  CHECK(test::ladder_step(4) == kLab04Fields);
   REQUIRE_ERROR_MENTIONS(Techniques::for_lab(8), "lab 8");
 }
 
 TEST_CASE("lab 04 --quick prints the three tables with the same tokens under every policy", "[lab04]") {
   test::ScratchDir out("lab04");
   const auto [r, dir, results] = test::run_lab_quick(LAB04_EXE, "04_paged_attention", out.path());
-  CHECK(test::rung_step(results, {"one at a time", 3}, {"continuous", 4}) ==
-        test::Fields{"engine.scheduler.policy", "engine.block_size"});
+  CHECK(test::rung_step(results, {"one at a time", 3}, {"continuous", 4}) == kLab04Fields);
   // The fragmentation example: contiguous refuses D although enough tokens are free; paged fits it.
   const auto& example = test::table(results, "fragmentation_example");
   REQUIRE(example["rows"].size() == 2);

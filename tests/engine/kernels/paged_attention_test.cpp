@@ -223,10 +223,7 @@ TEST_CASE("a ragged batch of paged sequences sharing one block pool gives each s
         const std::vector<float> mine(out.begin() + static_cast<std::ptrdiff_t>(first),
                                       out.begin() + static_cast<std::ptrdiff_t>(first + q_i.size()));
         const auto own = run_one(attention, ctx, q_i, shapes[i].context, shapes[i].num_new, alone[i].view_contiguous());
-        if (deterministic)
-          CHECK(mine == own);
-        else
-          CHECK(test::all_close(mine, as_double(own), kPagedAtol, kPagedRtol));
+        CHECK(test::equal_or_close(mine, own, deterministic, kPagedAtol, kPagedRtol));
       }
     }
   }
@@ -260,13 +257,8 @@ TEST_CASE("the model gives the same logits with its KV in shuffled blocks as in 
           const auto decode_c = step(contiguous, {0}, L, std::span(&next, 1));
           const auto decode_p = step(paged, table, L, std::span(&next, 1));
           REQUIRE(all_finite(prefill_c));
-          if (deterministic) {
-            CHECK(prefill_p == prefill_c);
-            CHECK(decode_p == decode_c);
-          } else {
-            CHECK(test::all_close(prefill_p, as_double(prefill_c), kPagedLogitsAtol, kPagedLogitsRtol));
-            CHECK(test::all_close(decode_p, as_double(decode_c), kPagedLogitsAtol, kPagedLogitsRtol));
-          }
+          CHECK(test::equal_or_close(prefill_p, prefill_c, deterministic, kPagedLogitsAtol, kPagedLogitsRtol));
+          CHECK(test::equal_or_close(decode_p, decode_c, deterministic, kPagedLogitsAtol, kPagedLogitsRtol));
         }
       }
   }

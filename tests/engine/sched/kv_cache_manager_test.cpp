@@ -26,6 +26,13 @@ Ids free_queue(const KVCacheManager& m) {
   return Ids(m.block_pool().free_block_queue().begin(), m.block_pool().free_block_queue().end());
 }
 
+/// 4 blocks of 4 tokens, of which request A (id 0, 6 tokens) holds [0, 1]: pool free=[2,3], A -> [0,1].
+struct PoolWithRequestA {
+  KVCacheManager kv{4, 4};
+  Request a = make_request(0, 6);
+  PoolWithRequestA() { REQUIRE(kv.allocate_slots(a, 6) == std::optional<Ids>(Ids{0, 1})); }
+};
+
 }  // namespace
 
 TEST_CASE("allocate_slots tops up only at block edges", "[kv_cache_manager]") {
@@ -69,11 +76,9 @@ TEST_CASE("allocate_slots asking again for the same tokens takes no new block", 
   CHECK(kv.block_pool().num_free_blocks() == 2);
 }
 
-TEST_CASE("allocate_slots returns nothing and allocates nothing when the pool is short", "[kv_cache_manager]") {
-  KVCacheManager kv(4, 4);
-  Request a = make_request(0, 6), b = make_request(1, 9);
-  REQUIRE(kv.allocate_slots(a, 6).has_value());
-  // pool now: free=[2,3], A -> [0,1]
+TEST_CASE_METHOD(PoolWithRequestA, "allocate_slots returns nothing and allocates nothing when the pool is short",
+                 "[kv_cache_manager]") {
+  Request b = make_request(1, 9);
   CHECK_FALSE(kv.allocate_slots(b, 9).has_value());
   // B needs ceil(9/4) = 3 blocks, 2 are free: nothing taken.  pool still: free=[2,3], B -> []
   CHECK(free_queue(kv) == Ids{2, 3});
@@ -92,10 +97,9 @@ TEST_CASE("allocate_slots returns nothing and allocates nothing when the pool is
   CHECK(kv.block_pool().num_free_blocks() == 0);
 }
 
-TEST_CASE("free returns every block of a request and forgets its table", "[kv_cache_manager]") {
-  KVCacheManager kv(4, 4);
-  Request a = make_request(0, 6), b = make_request(1, 3);
-  REQUIRE(kv.allocate_slots(a, 6).has_value());
+TEST_CASE_METHOD(PoolWithRequestA, "free returns every block of a request and forgets its table",
+                 "[kv_cache_manager]") {
+  Request b = make_request(1, 3);
   REQUIRE(kv.allocate_slots(b, 3).has_value());
   // pool now: free=[3], A -> [0,1], B -> [2]
   CHECK(kv.block_table(1).block_ids() == Ids{2});

@@ -33,11 +33,9 @@ SimulatedModel llama_on_h100() {
 
 /// Lab 06's switches on 1 GiB of KV: 8,192 Llama-3-8B tokens in 512 blocks of 16.
 EngineConfig chunked_config() {
-  EngineConfig e;
-  e.scheduler = {SchedulingPolicy::CONTINUOUS, 64, 2048, true, 0};
-  e.kv_cache_memory = std::size_t{1} << 30;
-  e.log = [](const std::string&) {};
-  return e;
+  return {.scheduler = {SchedulingPolicy::CONTINUOUS, 64, 2048, true, 0},
+          .kv_cache_memory = std::size_t{1} << 30,
+          .log = [](const std::string&) {}};
 }
 
 WorkloadRequest request(double arrival, int prompt_len, int max_tokens) {
@@ -53,12 +51,10 @@ std::unique_ptr<Model> tiny_model() {
 }
 
 EngineConfig tiny_config(const Model& model) {
-  EngineConfig e;
-  e.scheduler = {SchedulingPolicy::CONTINUOUS, 4, 256, false, 0};
-  e.block_size = 4;
-  e.kv_cache_memory = kv_cache_bytes_for(model.config(), 64, 4);
-  e.log = [](const std::string&) {};
-  return e;
+  return {.scheduler = {SchedulingPolicy::CONTINUOUS, 4, 256, false, 0},
+          .block_size = 4,
+          .kv_cache_memory = kv_cache_bytes_for(model.config(), 64, 4),
+          .log = [](const std::string&) {}};
 }
 
 }  // namespace
