@@ -11,7 +11,9 @@ Points per test come from one file, tests/labs/points.json ("default" for
 every test, "tests" for the exceptions, by ctest test name; a test worth 0
 is run and listed but ungraded: it checks code the student does not write). A skipped test
 (ctest's SKIP, e.g. plots without matplotlib) earns nothing and costs
-nothing; it is listed. Exit status: 0 when every graded test passed, 1 when
+nothing; it is listed. A test that runs past TEST_TIMEOUT seconds (a stuck
+loop, say; a test's own TIMEOUT property, where it has one, comes first)
+fails. Exit status: 0 when every graded test passed, 1 when
 one failed or a lab has no test, 2 on bad usage.
 
 --hidden DIR adds an instructor's hidden tests (tests/labs/hidden/ in the
@@ -113,10 +115,14 @@ def outcomes(junit_file):
         yield case.get("name"), result, float(case.get("time") or 0)
 
 
+TEST_TIMEOUT = 300  # s: 5 to 20 times the slowest reference test on a 2-core laptop; ctest's own default is 1500
+
+
 def run_ctest(build, lab, junit_file):
     # Failures are read from the JUnit file; ctest's own exit status only repeats them.
-    subprocess.run(["ctest", "--test-dir", str(build), "-L", f"^lab{lab}$", "-j2", "--output-junit", str(junit_file)],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(["ctest", "--test-dir", str(build), "-L", f"^lab{lab}$", "-j2", "--timeout", str(TEST_TIMEOUT),
+                    "--output-junit", str(junit_file)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False)
 
 
 def grade_answers(args, labs):

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Mutation runner: applies known-wrong implementations of the labs' regions and checks the grade catches each.
 
-Usage: python3 tools/mutants.py [--labs 01,04] [--sample N] [--work DIR] [--table docs/mutants.md]
-                                [--stubs] [--hidden DIR]
+Usage: python3 tools/mutants.py [--labs 01,04] [--sample N] [--per-lab N] [--work DIR | --in-place]
+                                [--table docs/mutants.md] [--stubs] [--hidden DIR]
 
 Each file tests/labs/mutants/labNN/NAME.patch is a plausible wrong
 implementation of one marked region (tools/make_starter.py): two header
@@ -18,11 +18,16 @@ is caught when a graded test worth 3 points or more fails; the report names
 every graded test that failed and the points lost.
 
 --sample N takes the first N mutants (by name) of each region: --sample 1 is
-the fast form, one per region. --stubs also grades each lab with all of its
-regions stubbed (the starter tree's state) and with none, and reports the
-points each earns; with the lab stubbed it grades every earlier lab too,
-which must keep all of its reference points (a starter tree of lab N must
-not break labs 01 to N-1). --table writes the Markdown table (mutant, what it gets
+one per region. --per-lab N then keeps the first N of each lab (regions by
+name). --in-place works in the tree itself and its build/ (scripts/setup.sh's),
+with no copy to build: CI's form, `--in-place --per-lab 1`, costs one
+incremental build per mutant; every mutant and stub is reverted (also on an
+error or an interrupt) and each lab's targets are built from the reference again
+at the end. --stubs also grades each lab with all of its regions stubbed (the
+starter tree's state) and with none, and reports the points each earns; with
+the lab stubbed it grades every earlier lab too, which must keep all of its
+reference points (a starter tree of lab N must not break labs 01 to N-1).
+--table writes the Markdown table (mutant, what it gets
 wrong, the tests that caught it, points lost; and the stub rows) to a file.
 Exit status 0 when every mutant is caught and no stubbed lab earns more than
 10% of its points; 1 otherwise; 2 on bad usage or when the reference itself
@@ -113,10 +118,12 @@ def grade(work, lab, hidden):
 
 def patch(work, path, reverse=False):
     # patch(1), not git apply: the copy may sit inside another git work tree, whose paths git would use.
-    r = subprocess.run(["patch", "-p1", "--silent", "--no-backup-if-mismatch", "-i", str(path)] +
-                       (["-R"] if reverse else []), cwd=work, capture_output=True, text=True)
-    if r.returncode != 0:
-        fail_usage(f"{path}: does not apply to the tree ({r.stderr.strip()})")
+    # A dry run first: a patch that fails one hunk would still apply the others and leave the tree half changed.
+    command = ["patch", "-p1", "--silent", "--no-backup-if-mismatch", "-i", str(path)] + (["-R"] if reverse else [])
+    for attempt in (["--dry-run"], []):
+        r = subprocess.run(command + attempt, cwd=work, capture_output=True, text=True)
+        if r.returncode != 0:
+            fail_usage(f"{path}: does not apply to {work} ({(r.stdout + r.stderr).strip()})")
 
 
 def stub_lab(work, lab):
@@ -145,13 +152,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--labs", default="all")
     parser.add_argument("--sample", type=int, default=0)
+    parser.add_argument("--per-lab", type=int, default=0)
     parser.add_argument("--work", default=str(ROOT.parent / f"{ROOT.name}-mutants"))
+    parser.add_argument("--in-place", action="store_true")
     parser.add_argument("--table")
     parser.add_argument("--stubs", action="store_true")
     parser.add_argument("--hidden")
     args = parser.parse_args()
     if args.sample < 0:
         fail_usage(f"--sample must be >= 0 (0 = every mutant), got {args.sample}")
+    if args.per_lab < 0:
+        fail_usage(f"--per-lab must be >= 0 (0 = every mutant chosen), got {args.per_lab}")
     labs = sorted(p.name[3:] for p in MUTANTS.glob("lab[0-9][0-9]")) if MUTANTS.is_dir() else []
     all_labs = list(labs)
     if not labs:
@@ -163,9 +174,14 @@ def main():
             if lab not in labs:
                 fail_usage(f"--labs: lab {lab} has no mutants (labs with mutants: {', '.join(labs)})")
         labs = wanted
-    work = pathlib.Path(args.work).resolve()
-    work.mkdir(parents=True, exist_ok=True)
-    sync(work)
+    if args.in_place:
+        work = ROOT
+        if not (work / "build" / "CMakeCache.txt").is_file():
+            fail_usage(f"--in-place: no {work / 'build'} to build in; run scripts/setup.sh first")
+    else:
+        work = pathlib.Path(args.work).resolve()
+        work.mkdir(parents=True, exist_ok=True)
+        sync(work)
 
     rows, stub_rows, problems = [], [], []
     references = {}  # lab -> (points, possible) of the reference
@@ -176,6 +192,8 @@ def main():
             by_region[read_mutant(path)[0]].append(path)
         chosen = [p for region in sorted(by_region) for p in (by_region[region][:args.sample] if args.sample
                                                               else by_region[region])]
+        if args.per_lab:
+            chosen = chosen[:args.per_lab]
         ok, log = build(work, lab, args.hidden)
         if not ok:
             fail_usage(f"lab {lab}: the reference does not build in {work}:\n{log}")
@@ -186,25 +204,28 @@ def main():
         references[lab] = score(reference)
         if args.stubs:
             saved = stub_lab(work, lab)
-            ok, log = build(work, lab, args.hidden)
-            earned, possible = score(grade(work, lab, args.hidden)) if ok else (0, score(reference)[1])
-            earlier = []  # (lab, points earned with this lab stubbed, reference points)
-            for before in (m for m in all_labs if m < lab):
-                if before not in references:  # --labs skipped it: its reference grade, then back to the stub
-                    restored = {f: (work / f).read_text() for f in saved}
-                    for f, text in saved.items():
-                        (work / f).write_text(text)
+            try:
+                ok, log = build(work, lab, args.hidden)
+                earned, possible = score(grade(work, lab, args.hidden)) if ok else (0, score(reference)[1])
+                earlier = []  # (lab, points earned with this lab stubbed, reference points)
+                for before in (m for m in all_labs if m < lab):
+                    if before not in references:  # --labs skipped it: its reference grade, then back to the stub
+                        restored = {f: (work / f).read_text() for f in saved}
+                        for f, text in saved.items():
+                            (work / f).write_text(text)
+                        built, _ = build(work, before, args.hidden)
+                        references[before] = score(grade(work, before, args.hidden)) if built else (0, 0)
+                        for f, text in restored.items():
+                            (work / f).write_text(text)
                     built, _ = build(work, before, args.hidden)
-                    references[before] = score(grade(work, before, args.hidden)) if built else (0, 0)
-                    for f, text in restored.items():
-                        (work / f).write_text(text)
-                built, _ = build(work, before, args.hidden)
-                got = score(grade(work, before, args.hidden))[0] if built else 0
-                earlier.append((before, got, references[before][0]))
-                if got < references[before][0]:
-                    problems.append(f"lab {lab} stubbed: lab {before} earns {got} of its {references[before][0]} points")
-            for f, text in saved.items():
-                (work / f).write_text(text)
+                    got = score(grade(work, before, args.hidden))[0] if built else 0
+                    earlier.append((before, got, references[before][0]))
+                    if got < references[before][0]:
+                        problems.append(f"lab {lab} stubbed: lab {before} earns {got} of its "
+                                        f"{references[before][0]} points")
+            finally:  # the tree is whole again however the grading ended (--in-place works in it)
+                for f, text in saved.items():
+                    (work / f).write_text(text)
             stub_rows.append((lab, earned, possible, score(reference)))
             if earned > STUB_SHARE * possible:
                 problems.append(f"lab {lab} with every region stubbed earns {earned} of {possible} points")
@@ -234,6 +255,11 @@ def main():
                 write_table(pathlib.Path(args.table), rows, stub_rows, " ".join(["python3 tools/mutants.py",
                                                                                   *sys.argv[1:]]),
                             (time.monotonic() - started) / 60)
+    if args.in_place:  # each lab's binaries were last linked with a mutant: build them from the reference again
+        for lab in labs:
+            ok, log = build(work, lab, args.hidden)
+            if not ok:
+                problems.append(f"lab {lab}: the reference no longer builds after the mutants were reverted:\n{log}")
     minutes = (time.monotonic() - started) / 60
     if args.table:
         command = " ".join(["python3 tools/mutants.py", *sys.argv[1:]])
