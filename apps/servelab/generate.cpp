@@ -22,8 +22,8 @@
 #include "text_input.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/detokenizer.h"
-#include "tokenizer/pretrained.h"
-#include "tokenizer/utf8.h"
+#include "model/pretrained.h"
+#include "core/utf8.h"
 
 namespace servelab::cli {
 

@@ -14,7 +14,7 @@
 #include "engine_flags.h"
 #include "http/dashboard.h"
 #include "http/http_server.h"
-#include "tokenizer/pretrained.h"
+#include "model/pretrained.h"
 
 namespace servelab::cli {
 

@@ -3,7 +3,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
-#include "tokenizer/pretrained.h"
+#include "model/pretrained.h"
 
 namespace servelab::cli {
 

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "text_input.h"
 #include "tokenizer/normalizer.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace servelab::cli {
 

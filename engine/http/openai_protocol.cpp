@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "core/json.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 #include "workload/text.h"
 
 namespace servelab {

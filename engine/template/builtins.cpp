@@ -6,7 +6,7 @@
 #include <set>
 
 #include "template/text.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace servelab::jinja {
 

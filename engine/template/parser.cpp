@@ -16,7 +16,7 @@
 #include "template/ast.h"
 #include "template/builtins.h"
 #include "template/text.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace servelab::jinja {
 

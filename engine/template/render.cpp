@@ -12,7 +12,7 @@
 #include "template/builtins.h"
 #include "template/template.h"
 #include "template/text.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace servelab::jinja {
 

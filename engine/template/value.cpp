@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "template/text.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace servelab::jinja {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "tokenizer/detokenizer.h"
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace servelab {
 

@@ -8,7 +8,7 @@
 #include <utf8proc.h>
 
 #include "core/error.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace servelab {
 

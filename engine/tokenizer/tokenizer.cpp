@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "tokenizer/byte_level.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace servelab {
 

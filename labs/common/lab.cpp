@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
-#include "tokenizer/pretrained.h"
+#include "model/pretrained.h"
 #include "trace.h"
 #include "workload/synthetic_prompt.h"
 

@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "tokenizer/chat_template.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);

@@ -19,7 +19,7 @@
 #include "config/model_config.h"
 #include "http/http_server.h"
 #include "http/openai_protocol.h"
-#include "tokenizer/pretrained.h"
+#include "model/pretrained.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include "loadgen/bench_client.h"
 #include "http/http_server.h"
 #include "live_server.h"
-#include "tokenizer/pretrained.h"
+#include "model/pretrained.h"
 
 using namespace servelab;
 using nlohmann::json;

@@ -14,7 +14,7 @@
 #include "http/http_server.h"
 #include "model/model.h"
 #include "serve/engine.h"
-#include "tokenizer/pretrained.h"
+#include "model/pretrained.h"
 
 namespace servelab {
 

@@ -8,7 +8,7 @@
 #include "http/openai_protocol.h"
 #include "http/prometheus.h"
 #include "http/text_stream.h"
-#include "tokenizer/pretrained.h"
+#include "model/pretrained.h"
 
 using namespace servelab;
 

@@ -12,7 +12,7 @@
 #include "model/model.h"
 #include "serve/generate.h"
 #include "test_util.h"
-#include "tokenizer/pretrained.h"
+#include "model/pretrained.h"
 
 using namespace servelab;
 using namespace servelab::test;

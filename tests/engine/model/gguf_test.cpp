@@ -13,7 +13,7 @@
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "test_util.h"
-#include "tokenizer/pretrained.h"
+#include "model/pretrained.h"
 
 using namespace servelab;
 using namespace servelab::test;

@@ -4,7 +4,7 @@
 
 #include "test_util.h"
 #include "tokenizer/byte_level.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 using namespace servelab;
 

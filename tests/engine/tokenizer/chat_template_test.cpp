@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "tokenizer/chat_template.h"
-#include "tokenizer/pretrained.h"
+#include "model/pretrained.h"
 #include "tokenizer_fixtures.h"
 
 using namespace servelab;

@@ -4,7 +4,7 @@
 #include "core/error.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/detokenizer.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 #include "tokenizer_fixtures.h"
 
 using namespace servelab;

@@ -5,8 +5,8 @@
 #include "model/model.h"
 #include "serve/generate.h"
 #include "tokenizer/detokenizer.h"
-#include "tokenizer/pretrained.h"
-#include "tokenizer_fixtures.h"
+#include "model/pretrained.h"
+#include "tokenizer/tokenizer_fixtures.h"
 
 using namespace servelab;
 using namespace servelab::test;

@@ -3,7 +3,7 @@
 // decode does), validation errors that say where the bad byte is.
 #include "core/error.h"
 #include "test_util.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 using namespace servelab;
 

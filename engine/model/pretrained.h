@@ -2,7 +2,9 @@
 /**
  * @file pretrained.h
  * @brief The text side of a Hugging Face model folder: tokenizer.json, the
- *        chat template, and the ids that end a reply.
+ *        chat template, and the ids that end a reply. It sits in model/, not
+ *        tokenizer/, because a .gguf checkpoint holds them beside its weights
+ *        (model/gguf.h), and tokenizer/ stays below model/.
  *
  * @verbatim
  *   model/

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "tokenizer/pretrained.h"
+#include "model/pretrained.h"
 
 #include <fstream>
 #include <sstream>
