@@ -41,6 +41,7 @@ struct Column {
   /// A column headed @p name whose double cells print with @p digits after the point; a bare header
   /// converts, so a table lists its columns as `{"step", Column{"time [ms]", 2}}`.
   Column(std::string name, int digits = 0) : header(std::move(name)), precision(digits) {}
+  /// A column headed @p name, printed with no digits after the point (a bare header in a column list).
   Column(const char* name) : Column(std::string(name)) {}
 
   std::string header;  ///< units in brackets, e.g. "time [ms]"
@@ -94,9 +95,9 @@ struct PlotData {
 
 /// A plot's words: its title and its two axis labels.
 struct PlotLabels {
-  std::string title{};
-  std::string xlabel{};
-  std::string ylabel{};
+  std::string title{};   ///< plot title
+  std::string xlabel{};  ///< x axis label
+  std::string ylabel{};  ///< y axis label
 };
 
 /// Every column of @p table after its first, against the first: the usual shape of a lab's timing table.
