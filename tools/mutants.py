@@ -22,8 +22,8 @@ one per region. --per-lab N then keeps the first N of each lab (regions by
 name). --in-place works in the tree itself and its build/ (scripts/setup.sh's),
 with no copy to build: CI's form, `--in-place --per-lab 1`, costs one
 incremental build per mutant; every mutant and stub is reverted (also on an
-error or an interrupt) and each lab's targets are built from the reference again
-at the end. --stubs also grades each lab with all of its regions stubbed (the
+error or an interrupt) and every lab's targets it built are built from the
+reference again at the end. --stubs also grades each lab with all of its regions stubbed (the
 starter tree's state) and with none, and reports the points each earns; with
 the lab stubbed it grades every earlier lab too, which must keep all of its
 reference points (a starter tree of lab N must not break labs 01 to N-1).
@@ -87,7 +87,11 @@ def sync(work):
         shutil.copyfile(source, target)
 
 
+BUILT = set()  # labs whose targets some build linked, perhaps with a mutant or a stub: --in-place rebuilds them
+
+
 def build(work, lab, hidden):
+    BUILT.add(lab)
     build_dir = work / "build"
     if not (build_dir / "CMakeCache.txt").is_file():
         # The tree's own release preset, so ccache serves every file the tree's build already compiled.
@@ -255,8 +259,8 @@ def main():
                 write_table(pathlib.Path(args.table), rows, stub_rows, " ".join(["python3 tools/mutants.py",
                                                                                   *sys.argv[1:]]),
                             (time.monotonic() - started) / 60)
-    if args.in_place:  # each lab's binaries were last linked with a mutant: build them from the reference again
-        for lab in labs:
+    if args.in_place:  # each lab's binaries were last linked with a mutant or a stub: build them from the reference
+        for lab in sorted(BUILT):
             ok, log = build(work, lab, args.hidden)
             if not ok:
                 problems.append(f"lab {lab}: the reference no longer builds after the mutants were reverted:\n{log}")
