@@ -17,13 +17,13 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/timer.h"
+#include "core/utf8.h"
 #include "serve/generate.h"
 #include "workload/synthetic_prompt.h"
 #include "text_input.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/detokenizer.h"
 #include "model/pretrained.h"
-#include "core/utf8.h"
 
 namespace servelab::cli {
 

@@ -7,9 +7,9 @@
 
 #include "command.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "text_input.h"
 #include "tokenizer/normalizer.h"
-#include "core/utf8.h"
 
 namespace servelab::cli {
 

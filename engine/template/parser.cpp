@@ -13,10 +13,10 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "template/ast.h"
 #include "template/builtins.h"
 #include "template/text.h"
-#include "core/utf8.h"
 
 namespace servelab::jinja {
 

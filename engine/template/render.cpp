@@ -8,11 +8,11 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "template/ast.h"
 #include "template/builtins.h"
 #include "template/template.h"
 #include "template/text.h"
-#include "core/utf8.h"
 
 namespace servelab::jinja {
 

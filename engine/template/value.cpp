@@ -7,8 +7,8 @@
 #include <cstdio>
 
 #include "core/error.h"
-#include "template/text.h"
 #include "core/utf8.h"
+#include "template/text.h"
 
 namespace servelab::jinja {
 

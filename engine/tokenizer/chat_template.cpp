@@ -2,8 +2,8 @@
 #include "tokenizer/chat_template.h"
 
 #include "core/error.h"
-#include "template/text.h"
 #include "core/utf8.h"
+#include "template/text.h"
 
 namespace servelab {
 

@@ -7,8 +7,8 @@
 
 #include "core/error.h"
 #include "core/json.h"
-#include "tokenizer/byte_level.h"
 #include "core/utf8.h"
+#include "tokenizer/byte_level.h"
 
 namespace servelab {
 

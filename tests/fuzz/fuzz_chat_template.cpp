@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "tokenizer/chat_template.h"
 #include "core/utf8.h"
+#include "tokenizer/chat_template.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);

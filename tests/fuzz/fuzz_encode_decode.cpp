@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
-#include "core/utf8.h"
 
 namespace {
 

@@ -2,8 +2,8 @@
 // UTF-8 rules: U+FFFD substitution of maximal subparts (what tokenizers'
 // decode does), validation errors that say where the bad byte is.
 #include "core/error.h"
-#include "test_util.h"
 #include "core/utf8.h"
+#include "test_util.h"
 
 using namespace servelab;
 

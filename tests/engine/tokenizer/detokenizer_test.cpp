@@ -2,9 +2,9 @@
 // Streaming detokenization: Korean and emoji cut across tokens never come out
 // half-written, and the stream adds up to what decode() gives.
 #include "core/error.h"
+#include "core/utf8.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/detokenizer.h"
-#include "core/utf8.h"
 #include "tokenizer_fixtures.h"
 
 using namespace servelab;
