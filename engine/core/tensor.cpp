@@ -35,7 +35,9 @@ Tensor Tensor::zeros(DType dtype, std::vector<std::int64_t> shape) {
   t.shape = std::move(shape);
   std::int64_t n = 1;
   for (std::int64_t d : t.shape) n *= d;
-  const std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(dtype);
+  check(t.shape.empty() || t.shape.back() % dtype_block_elements(dtype) == 0, "a ", dtype_name(dtype),
+        " tensor's rows are whole blocks of ", dtype_block_elements(dtype), " elements, not ", t.shape_str());
+  const std::size_t bytes = dtype_nbytes(dtype, n);
   // 64-byte alignment so SIMD kernels can use aligned loads on whole rows.
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
   if (p == nullptr) throw std::bad_alloc();

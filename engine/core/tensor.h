@@ -34,7 +34,7 @@ struct Tensor {
   /// Number of elements (1 for a scalar, 0 for an empty tensor).
   std::int64_t numel() const;
   /// Size in bytes of the elements.
-  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype); }
+  std::size_t nbytes() const { return dtype_nbytes(dtype, numel()); }
   /// True when the tensor has no storage.
   bool empty() const { return data == nullptr; }
   /// Typed pointer to the elements; the caller is responsible for asking for the right type.

@@ -17,8 +17,11 @@ cudaDataType cuda_type(DType dtype) {
     case DType::F32: return CUDA_R_32F;
     case DType::BF16: return CUDA_R_16BF;
     case DType::F16: return CUDA_R_16F;
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q4_1: break;  // refused before upload (Model): the GPU path has no quantized GEMM yet
   }
-  fail("cuda::Gemm: unsupported dtype");
+  fail("cuda::Gemm: unsupported dtype ", dtype_name(dtype));
 }
 
 // out [M, N] = x [M, K] · W [N, K]ᵀ, row-major, as the column-major outᵀ = W·xᵀ (see gemm.h).

@@ -14,7 +14,7 @@ namespace servelab {
 
 /**
  * @brief out[t] = embedding[token_ids[t]], widened to f32.
- * @param embedding [vocab, hidden] f32 or bf16.
+ * @param embedding [vocab, hidden] f32, bf16 or quantized (rows dequantized as core/quant.h defines).
  * @param token_ids [T] ids, already checked to be inside the vocabulary.
  * @param out [T, hidden] f32.
  */

@@ -9,6 +9,7 @@
 
 #include "core/enum_names.h"
 #include "core/error.h"
+#include "core/quant.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/rows.h"
 #include "kernels/gemm_dnnl.h"
@@ -17,10 +18,10 @@ namespace servelab {
 
 namespace {
 
-bool is_bf16(const Tensor& w) {
-  check(w.dtype == DType::F32 || w.dtype == DType::BF16, "matmul: weights must be f32 or bf16, got ",
-        dtype_name(w.dtype));
-  return w.dtype == DType::BF16;
+// The weight types the row kernels read (cpu/rows.h): all but f16.
+DType checked_dtype(const Tensor& w) {
+  check(w.dtype != DType::F16, "matmul: weights must be f32, bf16, q8_0, q4_0 or q4_1, got ", dtype_name(w.dtype));
+  return w.dtype;
 }
 
 // Weight rows handed to a thread at a time: a multiple of the kernels' 4-row tiles.
@@ -42,24 +43,21 @@ void for_row_blocks(const KernelContext& ctx, int N, Fn fn) {
 
 void matmul_reference(float* out, const float* x, const Tensor& w, int M) {
   const int N = static_cast<int>(w.shape[0]), K = static_cast<int>(w.shape[1]);
-  const bool bf16 = is_bf16(w);
+  const DType dtype = checked_dtype(w);
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
+      const std::byte* row = w.as<const std::byte>() + dtype_nbytes(dtype, static_cast<std::int64_t>(n) * K);
       float sum = 0.0f;
-      for (int k = 0; k < K; ++k) {
-        const std::size_t i = static_cast<std::size_t>(n) * K + k;
-        sum += x[static_cast<std::size_t>(m) * K + k] *
-               (bf16 ? bf16_to_f32(w.as<const std::uint16_t>()[i]) : w.as<const float>()[i]);
-      }
+      for (int k = 0; k < K; ++k) sum += x[static_cast<std::size_t>(m) * K + k] * element_at(dtype, row, k);
       out[static_cast<std::size_t>(m) * N + n] = sum;
     }
 }
 
 void matmul_rows(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M) {
   const int N = static_cast<int>(w.shape[0]), K = static_cast<int>(w.shape[1]);
-  const bool bf16 = is_bf16(w);
+  const DType dtype = checked_dtype(w);
 #if defined(SERVELAB_X86_KERNELS)
-  if (bf16 && ctx.bf16_activations && cpu::bf16_dot_supported()) {
+  if (dtype == DType::BF16 && ctx.bf16_activations && cpu::bf16_dot_supported()) {
     // bf16 arithmetic: the inputs rounded to bf16 once (M·K values, against N·K weights read).
     thread_local std::vector<std::uint16_t> x_bf16;
     x_bf16.resize(static_cast<std::size_t>(M) * K);
@@ -71,7 +69,7 @@ void matmul_rows(const KernelContext& ctx, float* out, const float* x, const Ten
   }
 #endif
   const cpu::RowsKernel kernel = cpu::rows_kernel(cpu::active_isa());
-  for_row_blocks(ctx, N, [&](int n0, int n1) { kernel(out, x, w.data, bf16, M, N, K, n0, n1); });
+  for_row_blocks(ctx, N, [&](int n0, int n1) { kernel(out, x, w.data, dtype, M, N, K, n0, n1); });
 }
 
 void use_blas_inside_engine_threads() {
@@ -84,21 +82,23 @@ void use_blas_inside_engine_threads() {
 void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M) {
   use_blas_inside_engine_threads();
   const int N = static_cast<int>(w.shape[0]), K = static_cast<int>(w.shape[1]);
-  const bool bf16 = is_bf16(w);
+  const DType dtype = checked_dtype(w);
   for_row_blocks(ctx, N, [&](int n0, int n1) {
-    if (!bf16) {
+    if (dtype == DType::F32) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n1 - n0, K, 1.0f, x, K,
                   w.as<const float>() + static_cast<std::size_t>(n0) * K, K, 0.0f, out + n0, N);
       return;
     }
-    // bf16: widen a tile of weight rows into f32 scratch (it stays in cache), then sgemm on it.
+    // bf16 or quantized: widen a tile of weight rows into f32 scratch (it stays in cache), then sgemm on it.
     constexpr int kTile = 64;
     thread_local std::vector<float> scratch;
     scratch.resize(static_cast<std::size_t>(kTile) * K);
     for (int t0 = n0; t0 < n1; t0 += kTile) {
       const int rows = std::min(kTile, n1 - t0);
-      const std::uint16_t* src = w.as<const std::uint16_t>() + static_cast<std::size_t>(t0) * K;
-      for (std::size_t i = 0; i < static_cast<std::size_t>(rows) * K; ++i) scratch[i] = bf16_to_f32(src[i]);
+      const std::size_t row_bytes = dtype_nbytes(dtype, K);
+      for (int r = 0; r < rows; ++r)
+        dequantize_row(dtype, w.as<const std::byte>() + (static_cast<std::size_t>(t0) + r) * row_bytes,
+                       scratch.data() + static_cast<std::size_t>(r) * K, K);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, rows, K, 1.0f, x, K, scratch.data(), K, 0.0f, out + t0,
                   N);
     }
@@ -125,7 +125,8 @@ const char* gemm_path_name(GemmPath path) { return kGemmPaths.name(path); }
 
 GemmPath matmul_path(const KernelContext& ctx, DType weight_dtype, int M) {
   if (ctx.deterministic || M <= rows_kernel_max_m(ctx, weight_dtype)) return GemmPath::Rows;
-  return dnnl_available() ? GemmPath::OneDnn : GemmPath::OpenBlas;
+  // oneDNN takes f32 and bf16 weights; quantized rows are widened per tile for OpenBLAS (prefill only).
+  return dnnl_available() && !dtype_is_quantized(weight_dtype) ? GemmPath::OneDnn : GemmPath::OpenBlas;
 }
 
 std::string matmul_kernel_name(const KernelContext& ctx, DType weight_dtype, int M, int N, int K) {

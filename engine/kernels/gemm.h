@@ -14,7 +14,10 @@
  * | matmul_dnnl() | oneDNN matmul per slice of input rows, one slice per engine thread (gemm_dnnl.h) | long prefills in fast mode |
  * | matmul_blas() | OpenBLAS sgemm per slice of weight rows, one slice per engine thread | long prefills in fast mode without oneDNN |
  *
- * Weights may be f32 or bf16; bf16 is widened in registers (rows), per
+ * Weights may be f32, bf16 or block-quantized (Q8_0, Q4_0, Q4_1: core/quant.h).
+ * Quantized blocks are widened in registers by the row kernels (decode reads
+ * 0.56-1.06 bytes per weight instead of 4) and per tile for OpenBLAS in long
+ * prefills (oneDNN is not given them). bf16 is widened in registers (rows), per
  * panel (BLAS, oneDNN), or, with KernelContext::bf16_activations, multiplied
  * in bf16 (rows and oneDNN, where the CPU has AVX512_BF16: vdpbf16ps).
  * Activations are f32 in and out.
@@ -50,7 +53,7 @@ int rows_kernel_max_m(const KernelContext& ctx, DType weight_dtype);
  * @brief \f$ out = x W^T \f$ (a `torch.nn.Linear` without bias).
  * @param out [M, N] result, overwritten.
  * @param x   [M, K] input rows.
- * @param w   [N, K] weight, f32 or bf16, row-major as stored by Hugging Face.
+ * @param w   [N, K] weight, f32, bf16, q8_0, q4_0 or q4_1, row-major as stored by Hugging Face.
  * @param M   number of rows (tokens).
  *
  * Deterministic mode always takes matmul_rows(), whose row m is

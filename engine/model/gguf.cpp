@@ -10,6 +10,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/quant.h"
 #include "core/thread_pool.h"
 #include "model/safetensors.h"
 #include "tokenizer/pretokenizer.h"
@@ -390,51 +391,29 @@ ModelConfig gguf_config(const GgufContents& g, const std::string& file) {
 
 namespace {
 
-// Element i of a tensor as f32 (i < the tensor's element count).
-void dequantize_row(const GgufTensor& t, std::int64_t row, float* out) {
-  const std::int64_t n = t.ne[0];
-  const BlockShape b = block_shape(t.type);
-  const std::byte* src = t.data + row * (n / b.elements) * b.bytes;
-  auto half = [](const std::byte* p) {
-    std::uint16_t bits;
-    std::memcpy(&bits, p, 2);
-    return f16_to_f32(bits);
-  };
-  switch (t.type) {
-    case GgmlType::F32: std::memcpy(out, src, static_cast<std::size_t>(n) * 4); return;
-    case GgmlType::F16:
-      for (std::int64_t i = 0; i < n; ++i) out[i] = half(src + 2 * i);
-      return;
-    case GgmlType::BF16:
-      for (std::int64_t i = 0; i < n; ++i) {
-        std::uint16_t bits;
-        std::memcpy(&bits, src + 2 * i, 2);
-        out[i] = bf16_to_f32(bits);
-      }
-      return;
-    case GgmlType::Q8_0:
-      for (std::int64_t blk = 0; blk < n / 32; ++blk, src += 34) {
-        const float d = half(src);
-        for (int j = 0; j < 32; ++j) out[blk * 32 + j] = d * static_cast<float>(static_cast<std::int8_t>(src[2 + j]));
-      }
-      return;
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_1: {
-      // Byte j holds element j in its low nibble and element j + 16 in its high one.
-      const bool has_min = t.type == GgmlType::Q4_1;
-      for (std::int64_t blk = 0; blk < n / 32; ++blk, src += b.bytes) {
-        const float d = half(src);
-        const float m = has_min ? half(src + 2) : -8.0f * d;
-        const std::byte* q = src + (has_min ? 4 : 2);
-        for (int j = 0; j < 16; ++j) {
-          const auto byte = static_cast<std::uint8_t>(q[j]);
-          out[blk * 32 + j] = static_cast<float>(byte & 0x0F) * d + m;
-          out[blk * 32 + j + 16] = static_cast<float>(byte >> 4) * d + m;
-        }
-      }
-      return;
-    }
+// The engine's name for a ggml type (the loader refuses the others when parsing).
+DType dtype_of(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return DType::F32;
+    case GgmlType::F16: return DType::F16;
+    case GgmlType::BF16: return DType::BF16;
+    case GgmlType::Q8_0: return DType::Q8_0;
+    case GgmlType::Q4_0: return DType::Q4_0;
+    case GgmlType::Q4_1: return DType::Q4_1;
   }
+  fail("unreachable ggml type");
+}
+
+// True when every f16 scale (and Q4_1 minimum) of a quantized tensor is finite: then so is every element.
+bool finite_scales(DType dtype, const std::byte* data, std::size_t nbytes) {
+  const std::size_t block = dtype_block_bytes(dtype), halves = dtype == DType::Q4_1 ? 2 : 1;
+  for (std::size_t at = 0; at + block <= nbytes; at += block)
+    for (std::size_t h = 0; h < halves; ++h) {
+      std::uint16_t bits;
+      std::memcpy(&bits, data + at + 2 * h, 2);
+      if ((bits & 0x7c00u) == 0x7c00u) return false;  // exponent all ones: inf or NaN
+    }
+  return true;
 }
 
 // llama.cpp's converter reorders each head's rows from [two halves][half] to [half][two] (its RoPE rotates
@@ -449,8 +428,10 @@ class Loader {
   Loader(const GgufFile& file, const ModelConfig& config, ThreadPool& pool)
       : file_(file), config_(config), pool_(pool) {}
 
-  // The tensor `name`, shaped [rows, cols] (or [cols] for a vector), as `as`; permute_heads undoes llama's Q/K order.
-  Tensor load(const std::string& name, const std::vector<std::int64_t>& shape, DType as, int permute_heads = 0) {
+  // The tensor `name`, shaped [rows, cols] (or [cols] for a vector), as `as` (or, with `stored`, in the file's type
+  // where the kernels read it); permute_heads undoes llama's Q/K order.
+  Tensor load(const std::string& name, const std::vector<std::int64_t>& shape, DType as, int permute_heads = 0,
+              bool stored = false) {
     const auto& tensors = file_.contents().tensors;
     const auto it = tensors.find(name);
     check(it != tensors.end(), file_.path(), ": missing tensor '", name, "' (expected shape ", shape_to_string(shape),
@@ -460,35 +441,51 @@ class Loader {
     check(t.ne == ne, file_.path(), ": tensor '", name, "' has ggml dimensions ", shape_to_string(t.ne), ", expected ",
           shape_to_string(ne), " from the metadata");
     used_.push_back(name);
+    const DType from = dtype_of(t.type);
+    if (stored) as = from == DType::F16 ? DType::F32 : from;
     const std::int64_t cols = shape.back(), rows = shape.size() == 2 ? shape[0] : 1;
-    if (t.type == GgmlType::F32 && as == DType::F32 && permute_heads == 0 &&
-        reinterpret_cast<std::uintptr_t>(t.data) % 4 == 0) {
-      check_finite(name, reinterpret_cast<const float*>(t.data), rows * cols);
+    const std::size_t row_bytes = dtype_nbytes(from, cols);
+    if (from == as && reinterpret_cast<std::uintptr_t>(t.data) % alignof(float) == 0) {
+      // The kernels read this type: a view into the mapping (quantized blocks are checked by their scales).
+      if (dtype_is_quantized(as))
+        check(finite_scales(as, t.data, t.nbytes), file_.path(), ": tensor '", name,
+              "' holds NaN or Inf; the file is corrupt");
+      else if (as == DType::F32)
+        check_finite(name, reinterpret_cast<const float*>(t.data), rows * cols);
       Tensor view;
-      view.dtype = DType::F32;
+      view.dtype = as;
       view.shape = shape;
       view.data = const_cast<std::byte*>(t.data);  // read-only mapping; the engine never writes weights
       view.owner = file_.mapping();
-      return view;
+      return permute_heads == 0 ? view : permuted(view, permute_heads);
     }
     Tensor out = Tensor::zeros(as, shape);
     const std::int64_t head_dim = permute_heads > 0 ? rows / permute_heads : 0;
-    // Rows in parallel: dequantizing the 135M-parameter SmolLM2 is most of its load time.
+    const std::size_t out_row = dtype_nbytes(as, cols);
+    // Rows in parallel: converting the 135M-parameter SmolLM2 is most of its load time.
     pool_.parallel_for(
         static_cast<std::size_t>(rows),
         [&](std::size_t begin, std::size_t end) {
           std::vector<float> row(static_cast<std::size_t>(cols));
           for (auto r = static_cast<std::int64_t>(begin); r < static_cast<std::int64_t>(end); ++r) {
-            dequantize_row(t, r, row.data());
+            dequantize_row(from, t.data + static_cast<std::size_t>(r) * row_bytes, row.data(), cols);
             check_finite(name, row.data(), cols);
             const std::int64_t dst = permute_heads > 0 ? unpermuted_row(r, head_dim) : r;
-            if (as == DType::F32)
-              std::copy(row.begin(), row.end(), out.as<float>() + dst * cols);
-            else
-              f32_to_bf16(row.data(), out.as<std::uint16_t>() + dst * cols, row.size());
+            quantize_row(as, row.data(), out.as<std::byte>() + static_cast<std::size_t>(dst) * out_row, cols);
           }
         },
         64);
+    return out;
+  }
+
+  // The rows of @p t put back in Hugging Face's order (whole rows are moved, so any type, blocks included).
+  Tensor permuted(const Tensor& t, int heads) const {
+    Tensor out = Tensor::zeros(t.dtype, t.shape);
+    const std::int64_t rows = t.shape[0], head_dim = rows / heads;
+    const std::size_t row_bytes = t.nbytes() / static_cast<std::size_t>(rows);
+    for (std::int64_t r = 0; r < rows; ++r)
+      std::memcpy(out.as<std::byte>() + static_cast<std::size_t>(unpermuted_row(r, head_dim)) * row_bytes,
+                  t.as<const std::byte>() + static_cast<std::size_t>(r) * row_bytes, row_bytes);
     return out;
   }
 
@@ -515,35 +512,35 @@ class Loader {
 
 }  // namespace
 
-ModelWeights gguf_weights(const GgufFile& file, const ModelConfig& c, DType weight_dtype, ThreadPool& pool) {
-  check(weight_dtype == DType::F32 || weight_dtype == DType::BF16, "GGUF weights load as f32 or bf16, not ",
-        dtype_name(weight_dtype));
+ModelWeights gguf_weights(const GgufFile& file, const ModelConfig& c, DType weight_dtype, ThreadPool& pool,
+                          bool stored_types) {
+  check(weight_dtype != DType::F16, "GGUF weights load as f32, bf16, q8_0, q4_0 or q4_1, not f16");
   Loader in(file, c, pool);
   const std::int64_t v = c.vocab_size, h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), f = c.intermediate_size;
   const bool llama = c.arch == Arch::Llama;
   ModelWeights w;
-  w.embed_tokens = in.load("token_embd.weight", {v, h}, weight_dtype);
+  w.embed_tokens = in.load("token_embd.weight", {v, h}, weight_dtype, 0, stored_types);
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights lw;
     lw.input_layernorm = in.load(p + "attn_norm.weight", {h}, DType::F32);
-    lw.q_proj = in.load(p + "attn_q.weight", {q, h}, weight_dtype, llama ? c.num_attention_heads : 0);
-    lw.k_proj = in.load(p + "attn_k.weight", {kv, h}, weight_dtype, llama ? c.num_key_value_heads : 0);
-    lw.v_proj = in.load(p + "attn_v.weight", {kv, h}, weight_dtype);
+    lw.q_proj = in.load(p + "attn_q.weight", {q, h}, weight_dtype, llama ? c.num_attention_heads : 0, stored_types);
+    lw.k_proj = in.load(p + "attn_k.weight", {kv, h}, weight_dtype, llama ? c.num_key_value_heads : 0, stored_types);
+    lw.v_proj = in.load(p + "attn_v.weight", {kv, h}, weight_dtype, 0, stored_types);
     if (c.attention_bias) {
       lw.q_bias = in.load(p + "attn_q.bias", {q}, DType::F32);
       lw.k_bias = in.load(p + "attn_k.bias", {kv}, DType::F32);
       lw.v_bias = in.load(p + "attn_v.bias", {kv}, DType::F32);
     }
-    lw.o_proj = in.load(p + "attn_output.weight", {h, q}, weight_dtype);
+    lw.o_proj = in.load(p + "attn_output.weight", {h, q}, weight_dtype, 0, stored_types);
     lw.post_attention_layernorm = in.load(p + "ffn_norm.weight", {h}, DType::F32);
-    lw.gate_proj = in.load(p + "ffn_gate.weight", {f, h}, weight_dtype);
-    lw.up_proj = in.load(p + "ffn_up.weight", {f, h}, weight_dtype);
-    lw.down_proj = in.load(p + "ffn_down.weight", {h, f}, weight_dtype);
+    lw.gate_proj = in.load(p + "ffn_gate.weight", {f, h}, weight_dtype, 0, stored_types);
+    lw.up_proj = in.load(p + "ffn_up.weight", {f, h}, weight_dtype, 0, stored_types);
+    lw.down_proj = in.load(p + "ffn_down.weight", {h, f}, weight_dtype, 0, stored_types);
     w.layers.push_back(std::move(lw));
   }
   w.norm = in.load("output_norm.weight", {h}, DType::F32);
-  w.lm_head = c.tie_word_embeddings ? w.embed_tokens : in.load("output.weight", {v, h}, weight_dtype);
+  w.lm_head = c.tie_word_embeddings ? w.embed_tokens : in.load("output.weight", {v, h}, weight_dtype, 0, stored_types);
   in.check_all_used();
   return w;
 }

@@ -131,17 +131,22 @@ bool is_gguf_path(const std::filesystem::path& path);
 ModelConfig gguf_config(const GgufContents& gguf, const std::string& file);
 
 /**
- * @brief Every weight the config calls for, dequantized to @p weight_dtype (f32 or bf16).
+ * @brief Every weight the config calls for, as @p weight_dtype (f32, bf16, q8_0, q4_0, q4_1) or in the
+ *        file's own types.
  *
  * llama.cpp's names map to the engine's (token_embd -> embed_tokens, blk.N.attn_q
  * -> layers.N.self_attn.q_proj, ...); for `llama` the Q and K rows are put back
  * in Hugging Face's order (llama.cpp's converter interleaves the two halves of
- * each head for its RoPE). F32 tensors loaded as f32 are views into the mapping.
- * @param pool threads that dequantize the rows.
+ * each head for its RoPE). A tensor loaded in the type it is stored in is a
+ * view into the mapping (the llama Q and K rows are moved, not converted).
+ * @param pool threads that convert the rows.
+ * @param stored_types keep each matrix in its stored type (f16 is widened to
+ *        f32) instead of @p weight_dtype: what llama.cpp runs, with no conversion.
  * @throws Error naming the tensor when one is missing, has the wrong shape, is
  *         not used, or holds NaN/Inf after dequantization.
  */
-ModelWeights gguf_weights(const GgufFile& gguf, const ModelConfig& config, DType weight_dtype, ThreadPool& pool);
+ModelWeights gguf_weights(const GgufFile& gguf, const ModelConfig& config, DType weight_dtype, ThreadPool& pool,
+                          bool stored_types = false);
 
 /**
  * @brief The tokenizer from tokenizer.ggml.*: a gpt2-style byte-level BPE

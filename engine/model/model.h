@@ -46,8 +46,12 @@ Backend parse_backend(const std::string& text, const std::string& what);
 struct ModelOptions {
   Backend backend = Backend::CPU;  ///< where ops run
   int num_threads = 0;             ///< CPU threads, 0 = all cores
-  /// Dtype of the weight matrices and the embedding: f32 (exact parity) or bf16 (half the bytes per token).
+  /// Dtype of the weight matrices and the embedding: f32 (exact parity), bf16 (half the bytes per token),
+  /// or q8_0, q4_0, q4_1 (llama.cpp's blocks, core/quant.h: 1.06, 0.56, 0.63 bytes per weight).
   DType weight_dtype = DType::F32;
+  /// A GGUF's matrices in the types the file stores (--dtype gguf): mapped, not copied, where the kernels read
+  /// that type (f32, bf16, q8_0, q4_0, q4_1; f16 is widened to f32). weight_dtype applies to other checkpoints.
+  bool gguf_types = false;
   /// Batch-invariant reductions (see KernelContext::deterministic); slower prefill.
   bool deterministic = false;
   /// With bf16 weights, bf16 arithmetic in prefill GEMMs (see KernelContext::bf16_activations).
@@ -59,9 +63,11 @@ struct ModelOptions {
 
 /**
  * @brief Applies a --dtype flag to @p options: "f32" (exact), "bf16" (bf16
- *        weights widened to f32 for the arithmetic) or "bf16-math" (bf16
+ *        weights widened to f32 for the arithmetic), "bf16-math" (bf16
  *        weights, and prefill GEMMs in bf16 arithmetic: activations rounded to
- *        bf16, f32 accumulation, as on the CUDA path and llama.cpp's BF16).
+ *        bf16, f32 accumulation, as on the CUDA path and llama.cpp's BF16),
+ *        "q8_0", "q4_0", "q4_1" (quantized weights, read as blocks by decode,
+ *        f32 arithmetic) or "gguf" (a .gguf's own types; f32 for other checkpoints).
  * @throws Error naming @p what and the accepted values otherwise.
  */
 void apply_dtype_flag(const std::string& text, const std::string& what, ModelOptions& options);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/quant.h"
 #include "core/hash.h"
 #include "core/random.h"
 #include "core/thread_pool.h"
@@ -59,17 +60,6 @@ Tensor synthetic(const std::string& name, std::vector<std::int64_t> shape, float
   return t;
 }
 
-// Rounds an f32 tensor to a new bf16 one.
-Tensor to_bf16(const Tensor& t, ThreadPool& pool) {
-  Tensor out = Tensor::zeros(DType::BF16, t.shape);
-  const float* src = t.as<const float>();
-  std::uint16_t* dst = out.as<std::uint16_t>();
-  pool.parallel_for(static_cast<std::size_t>(t.numel()), [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) dst[i] = f32_to_bf16(src[i]);
-  });
-  return out;
-}
-
 // A tensor the engine does not read usually means config.json describes a
 // different computation (an o_proj or MLP bias, an extra norm) than the one
 // the engine runs; dropping it silently gives tokens that differ from
@@ -112,14 +102,27 @@ ModelWeights load_weights(const ModelConfig& c, const std::filesystem::path& dir
   return w;
 }
 
+void convert_matrices(ModelWeights& w, DType dtype, ThreadPool& pool) {
+  auto to = [&](Tensor& t) {
+    if (t.dtype != dtype) t = convert(t, dtype, pool);
+  };
+  const bool tied = w.lm_head.data == w.embed_tokens.data;
+  to(w.embed_tokens);
+  if (tied)
+    w.lm_head = w.embed_tokens;
+  else
+    to(w.lm_head);
+  for (LayerWeights& l : w.layers)
+    for (Tensor* m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) to(*m);
+}
+
 ModelWeights synthetic_weights(const ModelConfig& c, std::uint64_t seed, ThreadPool& pool, DType weight_dtype) {
-  check(weight_dtype == DType::F32 || weight_dtype == DType::BF16, "synthetic weights can be f32 or bf16, not ",
-        dtype_name(weight_dtype));
+  check(weight_dtype != DType::F16, "synthetic weights can be f32, bf16, q8_0, q4_0 or q4_1, not f16");
   const std::int64_t v = c.vocab_size, h = c.hidden_size;
   auto matrix = [&](const std::string& name, std::vector<std::int64_t> shape) {
     const float stddev = 1.0f / std::sqrt(static_cast<float>(shape.back()));
     Tensor t = synthetic(name, std::move(shape), 0.0f, stddev, seed, pool);
-    return weight_dtype == DType::BF16 ? to_bf16(t, pool) : t;
+    return weight_dtype == DType::F32 ? t : convert(t, weight_dtype, pool);
   };
   ModelWeights w;
   w.embed_tokens = matrix("model.embed_tokens.weight", {v, h});

@@ -18,8 +18,8 @@ namespace servelab {
 
 class ThreadPool;
 
-/// Parameters of one decoder block. Matrices are f32 or bf16 (the model's
-/// weight dtype); norm weights and biases are always f32 (they are tiny).
+/// Parameters of one decoder block. Matrices are f32, bf16 or quantized (the
+/// model's weight dtype); norm weights and biases are always f32 (they are tiny).
 struct LayerWeights {
   Tensor input_layernorm;           ///< [hidden] RMSNorm weight before attention
   Tensor q_proj;                    ///< [q_dim, hidden]
@@ -67,10 +67,21 @@ ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path
  * and logits of order 1), norm weights are 1, biases are small. In bf16 the
  * values are the f32 ones rounded to nearest even.
  * @param pool threads used to fill the buffers.
- * @param weight_dtype f32 or bf16, for the matrices and the embedding.
+ * @param weight_dtype f32, bf16, q8_0, q4_0 or q4_1, for the matrices and the
+ *        embedding (rounded or quantized from the f32 values, as convert_matrices()).
  */
 ModelWeights synthetic_weights(const ModelConfig& config, std::uint64_t seed, ThreadPool& pool,
                                DType weight_dtype = DType::F32);
+
+/**
+ * @brief Stores every matrix of @p w (the layers', the embedding, the LM head,
+ *        tied or not) as @p dtype, converting those held in another type
+ *        (core/quant.h's convert(), rows in parallel on @p pool); norms and biases stay f32.
+ *
+ * How an f32 or bf16 checkpoint (or synthetic weights) becomes Q8_0, Q4_0 or
+ * Q4_1, as llama.cpp's quantize tool would store it.
+ */
+void convert_matrices(ModelWeights& w, DType dtype, ThreadPool& pool);
 
 /// Name of a layer tensor as in Hugging Face checkpoints, e.g. layer_tensor_name(3, "mlp.up_proj.weight").
 std::string layer_tensor_name(int layer, const char* suffix);

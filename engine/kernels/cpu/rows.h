@@ -21,23 +21,28 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace servelab::cpu {
 
 /**
  * @brief Signature shared by every instruction set's kernel.
  * @param out   [M, N] output, rows of N floats; only columns [n0, n1) are written.
  * @param x     [M, K] inputs.
- * @param w     [N, K] weights, f32 or bf16 bits (row-major).
- * @param w_bf16 true when @p w holds bf16.
+ * @param w     [N, K] weights of @p w_dtype, row-major: f32, bf16 bits, or
+ *              Q8_0/Q4_0/Q4_1 blocks (core/quant.h; K a multiple of 32),
+ *              widened in registers to the floats dequantize() defines, so a
+ *              quantized result equals the f32 kernel's on the dequantized weights.
+ * @param w_dtype f32, bf16, q8_0, q4_0 or q4_1.
  */
-using RowsKernel = void (*)(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0,
+using RowsKernel = void (*)(float* out, const float* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
                             int n1);
 
-void rows_generic(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0,
+void rows_generic(float* out, const float* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
                   int n1);  ///< portable C++
-void rows_avx2(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0,
-               int n1);  ///< AVX2 + FMA, 8 lanes
-void rows_avx512(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0,
+void rows_avx2(float* out, const float* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
+               int n1);  ///< AVX2 + FMA (+ F16C for the block scales), 8 lanes
+void rows_avx512(float* out, const float* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
                  int n1);  ///< AVX-512F/BW/VL, 16 lanes
 
 /**

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// AVX2 + FMA row kernel (compiled with -mavx2 -mfma; called only after a CPU check).
+// AVX2 + FMA row kernel (compiled with -mavx2 -mfma -mf16c; called only after a CPU check).
 // Intrinsics and plain loops only, for the same reason as rows_avx512.cpp.
 #include <immintrin.h>
 
@@ -11,7 +11,7 @@ namespace servelab::cpu {
 namespace {
 
 // The policy rows_tiling.h walks the output with: the scheme of rows_avx512.cpp, 8 lanes wide,
-// and the K % 8 tail summed one element at a time.
+// and the K % 8 tail summed one element at a time. Quantized blocks are read a quarter at a time (r.j = 0, 8, 16, 24).
 struct Avx2 {
   static constexpr int kMaxInputs = 2;
   static __m256 zero() { return _mm256_setzero_ps(); }
@@ -20,6 +20,18 @@ struct Avx2 {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
+  static __m256 f16(std::uint16_t h) { return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h))); }  // F16C
+  static __m256 int8s(const std::int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static __m256 nibbles(const std::uint8_t* qs, int j, int offset) {  // bytes j % 16 .. + 7; high nibbles for j ≥ 16
+    const __m256i bytes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + (j & 15))));
+    const __m256i q =
+        _mm256_and_si256(_mm256_srl_epi32(bytes, _mm_cvtsi32_si128((j >> 4) * 4)), _mm256_set1_epi32(0x0F));
+    return _mm256_cvtepi32_ps(_mm256_add_epi32(q, _mm256_set1_epi32(offset)));
+  }
+  static __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+  static __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
   static __m256 fma(__m256 acc, __m256 w, __m256 x) { return _mm256_fmadd_ps(w, x, acc); }
   static float widen(float v) { return v; }
   static float widen(std::uint16_t v) {
@@ -37,8 +49,8 @@ struct Avx2 {
 
 }  // namespace
 
-void rows_avx2(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1) {
-  tiling::rows_f32_or_bf16<Avx2>(out, x, w, w_bf16, M, N, K, n0, n1);
+void rows_avx2(float* out, const float* x, const void* w, DType w_dtype, int M, int N, int K, int n0, int n1) {
+  tiling::rows_any<Avx2>(out, x, w, w_dtype, M, N, K, n0, n1);
 }
 
 }  // namespace servelab::cpu

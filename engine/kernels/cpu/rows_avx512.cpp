@@ -12,7 +12,7 @@ namespace servelab::cpu {
 namespace {
 
 // The policy rows_tiling.h walks the output with. load() reads 16 inputs or weights at p, widening
-// bf16 weights to f32; the masked forms are for the K % 16 tail only (rows_tiling.h's tile()).
+// bf16 weights and quantized blocks to f32; the masked forms are for the K % 16 tail only (rows_tiling.h's tile()).
 struct Avx512 {
   static constexpr int kMaxInputs = 4;
   static __m512 zero() { return _mm512_setzero_ps(); }
@@ -24,6 +24,18 @@ struct Avx512 {
   }
   static __m512 load(const float* p, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p); }
   static __m512 load(const std::uint16_t* p, __mmask16 mask) { return bf16_to_f32(_mm256_maskz_loadu_epi16(mask, p)); }
+  // Quantized blocks, half a block per vector (j is 0 or 16): rows_tiling.h's load_weights().
+  static __m512 f16(std::uint16_t h) { return _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(h))); }
+  static __m512 int8s(const std::int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static __m512 nibbles(const std::uint8_t* qs, int j, int offset) {  // low nibbles of the 16 bytes for j < 16
+    const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+    const __m512i q = _mm512_and_si512(_mm512_srl_epi32(bytes, _mm_cvtsi32_si128(j / 4)), _mm512_set1_epi32(0x0F));
+    return _mm512_cvtepi32_ps(_mm512_add_epi32(q, _mm512_set1_epi32(offset)));
+  }
+  static __m512 mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
+  static __m512 add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
   static __mmask16 tail_mask(int count) { return static_cast<__mmask16>((1u << count) - 1); }
   static __m512 fma(__m512 acc, __m512 w, __m512 x) { return _mm512_fmadd_ps(w, x, acc); }
   static float reduce(__m512 v) { return _mm512_reduce_add_ps(v); }
@@ -31,8 +43,8 @@ struct Avx512 {
 
 }  // namespace
 
-void rows_avx512(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0, int n1) {
-  tiling::rows_f32_or_bf16<Avx512>(out, x, w, w_bf16, M, N, K, n0, n1);
+void rows_avx512(float* out, const float* x, const void* w, DType w_dtype, int M, int N, int K, int n0, int n1) {
+  tiling::rows_any<Avx512>(out, x, w, w_dtype, M, N, K, n0, n1);
 }
 
 }  // namespace servelab::cpu

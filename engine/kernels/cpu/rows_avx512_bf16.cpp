@@ -27,7 +27,7 @@ struct Avx512Bf16 {
 }  // namespace
 
 void rows_avx512_bf16(float* out, const std::uint16_t* x, const std::uint16_t* w, int M, int N, int K, int n0, int n1) {
-  tiling::rows<Avx512Bf16>(out, x, w, M, N, K, n0, n1);
+  tiling::rows<Avx512Bf16>(out, x, tiling::PlainRows<std::uint16_t>{w, K}, M, N, K, n0, n1);
 }
 
 }  // namespace servelab::cpu

@@ -19,12 +19,18 @@
  * - for the K % lanes() tail, either `tail_mask(count)` and `load(p, mask)`
  *   (a masked step), or `widen(w)`, one weight as a float (a scalar loop).
  * Inputs @p x are f32, or bf16 bits for the bf16 dot-product kernel (X).
+ * Weights are a PlainRows or a BlockRows view. For blocks the policy also
+ * provides `int8s(p)` (a vector of int8 at p as floats), `nibbles(qs, j, offset)`
+ * (the 4-bit elements j.. of a block plus offset, as floats), `f16(bits)` (a
+ * broadcast scale), `mul` and `add`; load_weights() builds each format from them.
  */
 #pragma once
 
 #include <xmmintrin.h>
 
 #include <cstdint>
+
+#include "core/quant.h"
 
 namespace servelab::cpu::tiling {
 
@@ -50,6 +56,72 @@ constexpr int lanes() {
 }
 
 /**
+ * @brief Weight rows of plain elements (f32, or bf16 bits): element k of row n is w[n·K + k].
+ */
+template <typename T>
+struct PlainRows {
+  const T* w;  ///< row 0
+  int K;       ///< elements per row
+  /// Elements between two prefetches: 16, one per 64-byte line of f32.
+  static constexpr int kPrefetchEvery = 16;
+  /// True when every row is a whole number of vector steps (no tail); plain rows have any K.
+  static constexpr bool kWholeSteps = false;
+  /// Element k of row n, as the policy's load() takes it.
+  const T* at(int n, int k) const { return w + static_cast<long>(n) * K + k; }
+  /// The byte address of at(n, k), to prefetch.
+  const void* address(int n, int k) const { return at(n, k); }
+};
+
+/// Element j of one block of a quantized row, as a policy's load() takes it.
+template <typename Block>
+struct BlockRef {
+  const Block* block;  ///< the block holding the element
+  int j;               ///< its index in the block, a multiple of the vector width
+};
+
+/**
+ * @brief Weight rows of quantized blocks (core/quant.h): K / 32 blocks per row.
+ *
+ * The kernels widen a vector of elements in registers and multiply it as
+ * they would an f32 one: the value of each element is dequantize()'s, the
+ * order of the sums the f32 kernel's.
+ */
+template <typename Block>
+struct BlockRows {
+  const Block* w;  ///< row 0's first block
+  int K;           ///< elements per row, a multiple of 32
+  /// Elements between two prefetches: 64, one or two 64-byte lines of blocks.
+  static constexpr int kPrefetchEvery = 64;
+  /// Every row is whole blocks, and a vector step divides a block: no tail.
+  static constexpr bool kWholeSteps = true;
+  /// Element k of row n.
+  BlockRef<Block> at(int n, int k) const { return {w + static_cast<long>(n) * (K / 32) + k / 32, k % 32}; }
+  /// The byte address of at(n, k)'s block, to prefetch.
+  const void* address(int n, int k) const { return at(n, k).block; }
+};
+
+/// A vector of weights at @p p (plain rows): the policy's load().
+template <typename Isa, typename P, typename... Mask>
+inline auto load_weights(P p, Mask... mask) {
+  return Isa::load(p, mask...);
+}
+/// A vector of a Q8_0 block widened to f32: q · d, as dequantize() (from the policy's int8s(), f16() and mul()).
+template <typename Isa>
+inline auto load_weights(BlockRef<BlockQ8_0> r) {
+  return Isa::mul(Isa::int8s(r.block->qs + r.j), Isa::f16(r.block->d));
+}
+/// A vector of a Q4_0 block widened to f32: (q − 8) · d.
+template <typename Isa>
+inline auto load_weights(BlockRef<BlockQ4_0> r) {
+  return Isa::mul(Isa::nibbles(r.block->qs, r.j, -8), Isa::f16(r.block->d));
+}
+/// A vector of a Q4_1 block widened to f32: q · d, then + m (two roundings, as dequantize()).
+template <typename Isa>
+inline auto load_weights(BlockRef<BlockQ4_1> r) {
+  return Isa::add(Isa::mul(Isa::nibbles(r.block->qs, r.j, 0), Isa::f16(r.block->d)), Isa::f16(r.block->m));
+}
+
+/**
  * @brief One step of a tile at element @p k: acc[a][b] += weight row n + a times
  *        input row m + b, over lanes<Isa, X>() elements (those @p mask keeps, when given).
  *
@@ -57,14 +129,12 @@ constexpr int lanes() {
  * at the same k.
  */
 template <typename Isa, int NR, int MR, typename Acc, typename X, typename W, typename... Mask>
-inline void step(Acc (&acc)[NR][MR], const X* x, const W* w, int K, int n, int m, int k, bool prefetch, Mask... mask) {
+inline void step(Acc (&acc)[NR][MR], const X* x, const W& w, int K, int n, int m, int k, bool prefetch, Mask... mask) {
   decltype(Isa::load(x, mask...)) xv[MR];
   for (int b = 0; b < MR; ++b) xv[b] = Isa::load(x + static_cast<long>(m + b) * K + k, mask...);
   for (int a = 0; a < NR; ++a) {
-    const long row = static_cast<long>(n + a) * K;
-    if (prefetch)
-      _mm_prefetch(reinterpret_cast<const char*>(w + row + static_cast<long>(kPrefetchRows) * K + k), _MM_HINT_T2);
-    const auto wv = Isa::load(w + row + k, mask...);
+    if (prefetch) _mm_prefetch(static_cast<const char*>(w.address(n + a + kPrefetchRows, k)), _MM_HINT_T2);
+    const auto wv = load_weights<Isa>(w.at(n + a, k), mask...);
     for (int b = 0; b < MR; ++b) acc[a][b] = Isa::fma(acc[a][b], wv, xv[b]);
   }
 }
@@ -86,24 +156,24 @@ inline void step(Acc (&acc)[NR][MR], const X* x, const W* w, int K, int n, int m
  * AVX2 kernel's 4×2 tile and ran it at half speed on bf16 weights.
  */
 template <typename Isa, int NR, int MR, typename X, typename W>
-[[gnu::noinline]] void tile(float* out, const X* x, const W* w, int N, int K, int n, int m, bool prefetch) {
+[[gnu::noinline]] void tile(float* out, const X* x, const W& w, int N, int K, int n, int m, bool prefetch) {
   decltype(Isa::zero()) acc[NR][MR];
   for (int a = 0; a < NR; ++a)
     for (int b = 0; b < MR; ++b) acc[a][b] = Isa::zero();
   constexpr int kStep = lanes<Isa, X>();
   const int k_tail = K & ~(kStep - 1);
-  for (int k = 0; k < k_tail; k += kStep) step<Isa>(acc, x, w, K, n, m, k, prefetch && k % 16 == 0);
+  for (int k = 0; k < k_tail; k += kStep) step<Isa>(acc, x, w, K, n, m, k, prefetch && k % W::kPrefetchEvery == 0);
   constexpr bool masked_tail = requires { Isa::tail_mask(0); };
-  if constexpr (masked_tail) {
+  constexpr bool scalar_tail = !masked_tail && !W::kWholeSteps;
+  if constexpr (masked_tail && !W::kWholeSteps) {
     if (k_tail < K) step<Isa>(acc, x, w, K, n, m, k_tail, false, Isa::tail_mask(K - k_tail));  // zeros add nothing
   }
   for (int a = 0; a < NR; ++a)
     for (int b = 0; b < MR; ++b) {
       float s = Isa::reduce(acc[a][b]);
-      if constexpr (!masked_tail) {
+      if constexpr (scalar_tail) {
         const X* xm = x + static_cast<long>(m + b) * K;
-        const W* wn = w + static_cast<long>(n + a) * K;
-        for (int k = k_tail; k < K; ++k) s += xm[k] * Isa::widen(wn[k]);  // in order
+        for (int k = k_tail; k < K; ++k) s += xm[k] * Isa::widen(*w.at(n + a, k));  // in order
       }
       out[static_cast<long>(m + b) * N + n + a] = s;
     }
@@ -111,29 +181,39 @@ template <typename Isa, int NR, int MR, typename X, typename W>
 
 /// One block of NR weight rows against all M inputs; only the last tile prefetches rows ahead (kPrefetchRows).
 template <typename Isa, int NR, typename X, typename W>
-inline void column_block(float* out, const X* x, const W* w, int M, int N, int K, int n, bool prefetch) {
+inline void column_block(float* out, const X* x, const W& w, int M, int N, int K, int n, bool prefetch) {
   constexpr int MR = Isa::kMaxInputs;
   int m = 0;
   for (; m + MR <= M; m += MR) tile<Isa, NR, MR>(out, x, w, N, K, n, m, prefetch && m + MR >= M);
   for (; m < M; ++m) tile<Isa, NR, 1>(out, x, w, N, K, n, m, prefetch && m + 1 == M);
 }
 
-/// Weight rows [n0, n1): 4-row tiles, then single rows.
+/// Weight rows [n0, n1) of @p w (PlainRows or BlockRows): 4-row tiles, then single rows.
 template <typename Isa, typename X, typename W>
-inline void rows(float* out, const X* x, const W* w, int M, int N, int K, int n0, int n1) {
+inline void rows(float* out, const X* x, const W& w, int M, int N, int K, int n0, int n1) {
   int n = n0;
   for (; n + 4 <= n1; n += 4) column_block<Isa, 4>(out, x, w, M, N, K, n, n + 4 + kPrefetchRows <= N);
   for (; n < n1; ++n) column_block<Isa, 1>(out, x, w, M, N, K, n, false);
 }
 
-/// rows() over f32 inputs and weights that are f32, or bf16 (uint16) when @p w_bf16.
+/**
+ * @brief rows() over f32 inputs and weights of @p w_dtype: f32, bf16 (uint16
+ *        bits) and, where the policy loads their blocks, Q8_0, Q4_0 and Q4_1.
+ */
 template <typename Isa>
-inline void rows_f32_or_bf16(float* out, const float* x, const void* w, bool w_bf16, int M, int N, int K, int n0,
-                             int n1) {
-  if (w_bf16)
-    rows<Isa>(out, x, static_cast<const std::uint16_t*>(w), M, N, K, n0, n1);
-  else
-    rows<Isa>(out, x, static_cast<const float*>(w), M, N, K, n0, n1);
+inline void rows_any(float* out, const float* x, const void* w, DType w_dtype, int M, int N, int K, int n0, int n1) {
+  switch (w_dtype) {
+    case DType::F32: return rows<Isa>(out, x, PlainRows<float>{static_cast<const float*>(w), K}, M, N, K, n0, n1);
+    case DType::BF16:
+      return rows<Isa>(out, x, PlainRows<std::uint16_t>{static_cast<const std::uint16_t*>(w), K}, M, N, K, n0, n1);
+    case DType::Q8_0:
+      return rows<Isa>(out, x, BlockRows<BlockQ8_0>{static_cast<const BlockQ8_0*>(w), K}, M, N, K, n0, n1);
+    case DType::Q4_0:
+      return rows<Isa>(out, x, BlockRows<BlockQ4_0>{static_cast<const BlockQ4_0*>(w), K}, M, N, K, n0, n1);
+    case DType::Q4_1:
+      return rows<Isa>(out, x, BlockRows<BlockQ4_1>{static_cast<const BlockQ4_1*>(w), K}, M, N, K, n0, n1);
+    case DType::F16: break;
+  }
 }
 
 }  // namespace servelab::cpu::tiling

@@ -57,14 +57,14 @@ TEST_CASE("every instruction set's row kernel matches the reference - f32 and bf
           const Tensor w = random_weight(N, K, 5, dtype);
           const auto x = test::random_floats(static_cast<std::size_t>(M) * K, 6);
           std::vector<float> out(static_cast<std::size_t>(M) * N, NAN);
-          cpu::rows_kernel(isa)(out.data(), x.data(), w.data, dtype == DType::BF16, M, N, K, 0, N);
+          cpu::rows_kernel(isa)(out.data(), x.data(), w.data, dtype, M, N, K, 0, N);
           INFO(cpu::isa_name(isa) << " " << dtype_name(dtype) << " M " << M << " N " << N << " K " << K);
           CHECK(test::all_close(out, gemm_reference(x, w, M), 1e-5 * std::sqrt(K), 1e-5));
           // Determinism: each row alone gives the same bits as inside the batch.
           std::vector<float> alone(N);
           for (int m = 0; m < M; ++m) {
-            cpu::rows_kernel(isa)(alone.data(), x.data() + static_cast<std::size_t>(m) * K, w.data,
-                                  dtype == DType::BF16, 1, N, K, 0, N);
+            cpu::rows_kernel(isa)(alone.data(), x.data() + static_cast<std::size_t>(m) * K, w.data, dtype, 1, N, K, 0,
+                                  N);
             CHECK(std::memcmp(alone.data(), out.data() + static_cast<std::size_t>(m) * N, N * sizeof(float)) == 0);
           }
         }

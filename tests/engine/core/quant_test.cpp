@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+// llama.cpp's block formats (core/quant.h): f16 narrowing, each quantizer's
+// error bound, and the row kernels on quantized weights against the same
+// kernels on the dequantized f32 weights (bit for bit, every instruction set
+// this CPU runs), and a model read in a GGUF's own types against it read as f32.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/quant.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/rows.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "serve/generate.h"
+#include "test_util.h"
+
+using namespace servelab;
+
+namespace {
+
+constexpr DType kQuantized[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1};
+
+Tensor f32_matrix(std::vector<float> v, std::int64_t rows, std::int64_t cols) {
+  Tensor t = Tensor::zeros(DType::F32, {rows, cols});
+  std::copy(v.begin(), v.end(), t.as<float>());
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("f32_to_f16 inverts f16_to_f32 on every half and rounds ties to even", "[quant]") {
+  for (std::uint32_t h = 0; h < 0x10000u; ++h) {
+    const float f = f16_to_f32(static_cast<std::uint16_t>(h));
+    if (std::isnan(f)) {
+      CHECK(std::isnan(f16_to_f32(f32_to_f16(f))));
+      continue;
+    }
+    INFO("half 0x" << std::hex << h);
+    REQUIRE(f32_to_f16(f) == h);
+  }
+  CHECK(f32_to_f16(1.0f + 0x1p-11f) == 0x3c00);      // halfway to the next half: to the even one
+  CHECK(f32_to_f16(1.0f + 3 * 0x1p-11f) == 0x3c02);  // halfway, odd below: up
+  CHECK(f32_to_f16(65520.0f) == 0x7c00);             // past the largest half: infinity
+  CHECK(f32_to_f16(0x1p-25f) == 0x0000);             // half the smallest subnormal: to zero
+  CHECK(f32_to_f16(0x1.8p-25f) == 0x0001);
+}
+
+TEST_CASE("each quantizer keeps every element within its step of the original", "[quant]") {
+  const std::int64_t n = 32 * 64;
+  std::vector<float> x = test::random_floats(static_cast<std::size_t>(n), 11);
+  for (std::size_t i = 0; i < x.size(); i += 97) x[i] *= 8.0f;  // outliers, as real weights have
+  std::fill(x.begin() + 64, x.begin() + 96, 0.0f);              // an all-zero block
+  for (DType d : kQuantized) {
+    INFO(dtype_name(d));
+    std::vector<std::byte> blocks(dtype_nbytes(d, n));
+    quantize_row(d, x.data(), blocks.data(), n);
+    std::vector<float> y(static_cast<std::size_t>(n));
+    dequantize_row(d, blocks.data(), y.data(), n);
+    for (std::int64_t b = 0; b < n / 32; ++b) {
+      const auto [lo, hi] = std::minmax_element(x.begin() + b * 32, x.begin() + b * 32 + 32);
+      const float amax = std::max(std::fabs(*lo), std::fabs(*hi));
+      const float step = d == DType::Q8_0 ? amax / 127 : d == DType::Q4_0 ? amax / 8 : (*hi - *lo) / 15;
+      // Half a step from rounding, a little more from the f16 scale (2^-11 relative, times up to 127 steps).
+      const float bound = 0.5f * step + amax * 0x1p-10f + 1e-30f;
+      for (std::int64_t j = b * 32; j < b * 32 + 32; ++j) {
+        INFO("element " << j << " = " << x[j] << ", got " << y[j]);
+        // Q4_0's top level clamps at 7 steps above -8: the largest positive element may lose one more step.
+        REQUIRE(std::fabs(y[j] - x[j]) <= bound + (d == DType::Q4_0 ? step : 0.0f));
+      }
+    }
+    CHECK(std::all_of(y.begin() + 64, y.begin() + 96, [](float v) { return v == 0.0f; }));
+  }
+}
+
+TEST_CASE("row kernels on quantized weights equal them on the dequantized f32 weights, bit for bit", "[quant][gemm]") {
+  ThreadPool pool(1);
+  for (const auto& [N, K] : {std::pair{37, 96}, std::pair{13, 64}, std::pair{5, 32}}) {
+    const Tensor w32 = f32_matrix(test::random_floats(static_cast<std::size_t>(N) * K, 3), N, K);
+    for (DType d : kQuantized) {
+      const Tensor q = convert(w32, d, pool);
+      const Tensor dq = convert(q, DType::F32, pool);
+      CHECK(q.nbytes() == dtype_nbytes(d, static_cast<std::int64_t>(N) * K));
+      for (cpu::Isa isa : {cpu::Isa::Avx512, cpu::Isa::Avx2, cpu::Isa::Generic}) {
+        if (!cpu::isa_supported(isa)) continue;
+        for (int M : {1, 3, 6}) {
+          INFO(cpu::isa_name(isa) << " " << dtype_name(d) << " M " << M << " N " << N << " K " << K);
+          const auto x = test::random_floats(static_cast<std::size_t>(M) * K, 4);
+          std::vector<float> got(static_cast<std::size_t>(M) * N, NAN), want(got.size(), NAN);
+          cpu::rows_kernel(isa)(got.data(), x.data(), q.data, d, M, N, K, 0, N);
+          cpu::rows_kernel(isa)(want.data(), x.data(), dq.data, DType::F32, M, N, K, 0, N);
+          CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a model quantized, or read in a GGUF's own types, gives the greedy tokens of its dequantized f32 weights",
+          "[quant][gguf]") {
+  const ModelOptions exact{.num_threads = 2, .deterministic = true};
+  const std::vector<std::int32_t> prompt{1, 17, 42, 5, 99, 3};
+  GenerateOptions g;
+  g.max_new_tokens = 12;
+  ThreadPool pool(2);
+  {
+    const GgufFile file(test::fixtures_dir() / "gguf" / "qwen2-tiny-chat.gguf");
+    const ModelConfig config = gguf_config(file.contents(), file.path());
+    for (DType d : kQuantized) {
+      INFO(dtype_name(d));
+      ModelWeights q = gguf_weights(file, config, d, pool);
+      ModelWeights f = q;
+      convert_matrices(f, DType::F32, pool);
+      CHECK(q.layers[0].down_proj.dtype == d);
+      CHECK(q.lm_head.data == q.embed_tokens.data);  // still tied
+      Model quantized(config, std::move(q), exact), widened(config, std::move(f), exact);
+      CHECK(generate(quantized, prompt, g).output_ids == generate(widened, prompt, g).output_ids);
+    }
+  }
+  // llama-tiny-mixed.gguf stores each projection in another type: read as stored, the blocks are the mapping's.
+  const GgufFile file(test::fixtures_dir() / "gguf" / "llama-tiny-mixed.gguf");
+  const ModelConfig config = gguf_config(file.contents(), file.path());
+  ModelWeights stored = gguf_weights(file, config, DType::F32, pool, true);
+  const LayerWeights& l0 = stored.layers[0];
+  CHECK(l0.gate_proj.dtype == DType::Q8_0);
+  CHECK(l0.up_proj.dtype == DType::Q4_0);
+  CHECK(l0.down_proj.dtype == DType::Q4_1);
+  CHECK(l0.o_proj.dtype == DType::BF16);
+  CHECK(l0.v_proj.dtype == DType::F32);  // f16 is widened
+  for (const Tensor* t : {&l0.gate_proj, &l0.up_proj, &l0.down_proj, &l0.o_proj}) CHECK(t->owner == file.mapping());
+  CHECK(l0.q_proj.owner != file.mapping());  // llama's Q rows are moved back into Hugging Face's order
+  Model native(config, std::move(stored), exact);
+  Model widened(config, gguf_weights(file, config, DType::F32, pool), exact);
+  CHECK(generate(native, prompt, g).output_ids == generate(widened, prompt, g).output_ids);
+}
