@@ -100,7 +100,9 @@ TEST_CASE("row kernels on quantized weights equal them on the dequantized f32 we
 
 TEST_CASE("a model quantized, or read in a GGUF's own types, gives the greedy tokens of its dequantized f32 weights",
           "[quant][gguf]") {
-  const ModelOptions exact{.num_threads = 2, .deterministic = true};
+  ModelOptions exact;
+  exact.num_threads = 2;
+  exact.deterministic = true;
   const std::vector<std::int32_t> prompt{1, 17, 42, 5, 99, 3};
   GenerateOptions g;
   g.max_new_tokens = 12;
