@@ -2,6 +2,10 @@
 #include <cstdlib>
 #include <string>
 
+#if defined(SERVELAB_X86_KERNELS)
+#include <cpuid.h>
+#endif
+
 #include "core/enum_names.h"
 #include "core/error.h"
 #include "kernels/cpu/rows.h"
@@ -12,6 +16,15 @@ constexpr EnumNames<Isa, 3> kIsaNames{{{{Isa::Avx512, "avx512"}, {Isa::Avx2, "av
 
 const char* isa_name(Isa isa) { return kIsaNames.name(isa); }
 
+#if defined(SERVELAB_X86_KERNELS)
+/// F16C (half <-> float conversion) from CPUID leaf 1, ECX bit 29: clang's
+/// __builtin_cpu_supports() does not know the "f16c" feature name.
+static bool f16c_supported() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+#endif
+
 bool isa_supported(Isa isa) {
 #if defined(SERVELAB_X86_KERNELS)
   __builtin_cpu_init();
@@ -20,7 +33,7 @@ bool isa_supported(Isa isa) {
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
     case Isa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c_supported();
     case Isa::Generic: return true;
   }
   return false;
