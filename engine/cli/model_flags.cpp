@@ -22,7 +22,8 @@ void add_model_flags(CLI::App& app, ModelFlags& f, ModelFlagSet which) {
   app.add_option("--backend", f.backend, "cpu or cuda")->capture_default_str();
   app.add_option("--dtype", f.dtype,
                  "f32 (exact), bf16 (half the weight bytes), bf16-math (bf16 prefill arithmetic too), "
-                 "q8_0/q4_0/q4_1 (llama.cpp's blocks, read quantized by decode) or gguf (a .gguf's own types)")
+                 "q8_0/q4_0/q4_1 (llama.cpp's blocks, read quantized by decode) or gguf (a .gguf's own types); "
+                 "with -math (q8_0-math, ..., gguf-math) quantized weights multiply in int8, as llama.cpp")
       ->capture_default_str();
   app.add_option("--attention", f.attention, "attention kernels: naive, blocked or flash (lab 05)")
       ->capture_default_str();

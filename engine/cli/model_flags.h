@@ -27,7 +27,7 @@ struct ModelFlags {
   std::string model_dir{};            ///< --model: a Hugging Face model folder or a .gguf file instead
   std::uint64_t weights_seed = 0;     ///< --weights-seed: seed of synthetic weights
   std::string backend = "cpu";        ///< --backend: cpu or cuda
-  std::string dtype = "f32";          ///< --dtype: f32, bf16 or bf16-math
+  std::string dtype = "f32";          ///< --dtype: f32, bf16, q8_0, q4_0, q4_1 or gguf; -math for their own arithmetic
   std::string attention = "blocked";  ///< --attention: naive, blocked or flash
   int threads = 0;                    ///< --threads: CPU threads, 0 = all cores
   bool deterministic = false;         ///< --deterministic: batch-invariant reductions

@@ -99,6 +99,22 @@ void quantize_row(DType dtype, const float* src, void* dst, std::int64_t n) {
   }
 }
 
+void quantize_inputs(const float* x, BlockQ8Input* out, std::int64_t n) {
+  for (std::int64_t b = 0; b < n / kQuantBlock; ++b) {
+    const float* xb = x + b * kQuantBlock;
+    float amax = 0.0f;
+    for (int j = 0; j < kQuantBlock; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    const float d = amax / 127.0f, inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < kQuantBlock; ++j) {
+      out[b].qs[j] = static_cast<std::int8_t>(std::lround(xb[j] * inverse));
+      sum += out[b].qs[j];
+    }
+    out[b].d = d;
+    out[b].s = d * static_cast<float>(sum);
+  }
+}
+
 Tensor convert(const Tensor& t, DType dtype, ThreadPool& pool) {
   const std::int64_t cols = t.shape.back(), rows = t.numel() / std::max<std::int64_t>(cols, 1);
   check(cols % dtype_block_elements(dtype) == 0, "a ", shape_to_string(t.shape), " tensor cannot be stored as ",

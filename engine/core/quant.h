@@ -58,18 +58,45 @@ static_assert(sizeof(BlockQ8_0) == dtype_block_bytes(DType::Q8_0) &&
               sizeof(BlockQ4_0) == dtype_block_bytes(DType::Q4_0) &&
               sizeof(BlockQ4_1) == dtype_block_bytes(DType::Q4_1));
 
+/**
+ * @brief 32 inputs (activations) rounded to 8 bits for integer dot products
+ *        with quantized weights, as llama.cpp rounds them (its Q8_0 and Q8_1
+ *        "vec_dot" types), but with f32 rather than f16 scale and sum (40 bytes).
+ *
+ * A dot product with a weight block then needs one 32-term integer sum: for
+ * Q8_0 weights d_w·d·Σ q_w·q; for Q4_1 weights (q_w·d_w + m) it is
+ * d_w·d·Σ q_w·q + m·s, which is why the sum s is kept.
+ */
+struct BlockQ8Input {
+  float d;                      ///< scale: the block's largest magnitude / 127
+  float s;                      ///< d · Σ qs, the block's rounded sum
+  std::int8_t qs[kQuantBlock];  ///< input j is about d · qs[j], |qs[j]| ≤ 127
+};
+
+/**
+ * @brief Rounds @p n inputs (a multiple of 32) to 8 bits per block of 32, as
+ *        llama.cpp's quantize_row_q8_0/q8_1 do: d = max|x| / 127, q = round(x / d).
+ *        The error of input j is at most d / 2 (plus f32 rounding).
+ */
+void quantize_inputs(const float* x, BlockQ8Input* out, std::int64_t n);
+
 /// Nibble @p j (0-31) of a 4-bit block.
 SERVELAB_HD int nibble(const std::uint8_t* qs, int j) { return j < 16 ? qs[j] & 0x0F : qs[j - 16] >> 4; }
 
-/// Element @p j of a block, as every path computes it.
-SERVELAB_HD float dequantize(const BlockQ8_0& b, int j) { return static_cast<float>(b.qs[j]) * f16_to_f32(b.d); }
-/// Element @p j of a block, as every path computes it.
-SERVELAB_HD float dequantize(const BlockQ4_0& b, int j) {
-  return static_cast<float>(nibble(b.qs, j) - 8) * f16_to_f32(b.d);
-}
+/// The integer of element @p j of a Q8_0 block, before scaling: q_j.
+SERVELAB_HD int level(const BlockQ8_0& b, int j) { return b.qs[j]; }
+/// The integer of element @p j of a Q4_0 block, before scaling: q_j − 8.
+SERVELAB_HD int level(const BlockQ4_0& b, int j) { return nibble(b.qs, j) - 8; }
+/// The integer of element @p j of a Q4_1 block, before scaling and the minimum: q_j.
+SERVELAB_HD int level(const BlockQ4_1& b, int j) { return nibble(b.qs, j); }
+
+/// Element @p j of a Q8_0 block, as every path computes it: level · d.
+SERVELAB_HD float dequantize(const BlockQ8_0& b, int j) { return static_cast<float>(level(b, j)) * f16_to_f32(b.d); }
+/// Element @p j of a Q4_0 block, as every path computes it: level · d.
+SERVELAB_HD float dequantize(const BlockQ4_0& b, int j) { return static_cast<float>(level(b, j)) * f16_to_f32(b.d); }
 /// Element @p j of a block, as every path computes it: a product, then a sum (two statements, so no compiler fuses them).
 SERVELAB_HD float dequantize(const BlockQ4_1& b, int j) {
-  const float scaled = static_cast<float>(nibble(b.qs, j)) * f16_to_f32(b.d);
+  const float scaled = static_cast<float>(level(b, j)) * f16_to_f32(b.d);
   return scaled + f16_to_f32(b.m);
 }
 

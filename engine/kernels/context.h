@@ -27,6 +27,14 @@ struct KernelContext {
    * f32 rounding of the f32-weight path (the parity tests' tolerance).
    */
   bool bf16_activations = false;
+  /**
+   * With quantized weights (Q8_0, Q4_0, Q4_1), multiply in integers where the
+   * row kernels run, as llama.cpp does: each input row rounded to 8 bits per
+   * block of 32 (quantize_inputs()), exact int32 sums per block
+   * (cpu::RowsInt8Kernel). When false, the blocks are widened to f32 in
+   * registers and the result is the f32 path's on the dequantized weights.
+   */
+  bool int8_activations = false;
 };
 
 }  // namespace servelab

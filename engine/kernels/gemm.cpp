@@ -68,6 +68,18 @@ void matmul_rows(const KernelContext& ctx, float* out, const float* x, const Ten
     return;
   }
 #endif
+  if (dtype_is_quantized(dtype) && ctx.int8_activations) {
+    // Integer arithmetic: the inputs rounded to 8 bits once (M·K values, against N·K weights read).
+    thread_local std::vector<BlockQ8Input> x_q8;
+    x_q8.resize(static_cast<std::size_t>(M) * (K / kQuantBlock));
+    for (int m = 0; m < M; ++m)
+      quantize_inputs(x + static_cast<std::size_t>(m) * K,
+                      x_q8.data() + static_cast<std::size_t>(m) * (K / kQuantBlock), K);
+    const BlockQ8Input* xq = x_q8.data();
+    const cpu::RowsInt8Kernel kernel = cpu::rows_int8_kernel(cpu::active_isa());
+    for_row_blocks(ctx, N, [&](int n0, int n1) { kernel(out, xq, w.data, dtype, M, N, K, n0, n1); });
+    return;
+  }
   const cpu::RowsKernel kernel = cpu::rows_kernel(cpu::active_isa());
   for_row_blocks(ctx, N, [&](int n0, int n1) { kernel(out, x, w.data, dtype, M, N, K, n0, n1); });
 }

@@ -26,22 +26,28 @@ Backend parse_backend(const std::string& text, const std::string& what) {
 }
 
 void apply_dtype_flag(const std::string& text, const std::string& what, ModelOptions& options) {
-  static const std::map<std::string, DType> kWeights{
-      {"f32", DType::F32},   {"bf16", DType::BF16}, {"bf16-math", DType::BF16}, {"q8_0", DType::Q8_0},
-      {"q4_0", DType::Q4_0}, {"q4_1", DType::Q4_1}, {"gguf", DType::F32}};
-  const auto it = kWeights.find(text);
-  check(it != kWeights.end(), what, ": unsupported dtype '", text,
-        "' (expected f32, bf16, bf16-math, q8_0, q4_0, q4_1 or gguf)");
+  // "-math": the weights' own arithmetic (bf16 or int8 dot products), for every type that has one.
+  static const std::map<std::string, DType> kWeights{{"f32", DType::F32},   {"bf16", DType::BF16},
+                                                     {"q8_0", DType::Q8_0}, {"q4_0", DType::Q4_0},
+                                                     {"q4_1", DType::Q4_1}, {"gguf", DType::F32}};
+  const bool math = text.ends_with("-math");
+  const std::string base = math ? text.substr(0, text.size() - 5) : text;
+  const auto it = kWeights.find(base);
+  check(it != kWeights.end() && !(math && base == "f32"), what, ": unsupported dtype '", text,
+        "' (expected f32, bf16, q8_0, q4_0, q4_1 or gguf, the last five also with -math: bf16-math, q8_0-math, ...)");
   options.weight_dtype = it->second;
-  options.bf16_activations = text == "bf16-math";
-  options.gguf_types = text == "gguf";
+  options.bf16_activations = math && base == "bf16";
+  options.int8_activations = math && base != "bf16";
+  options.gguf_types = base == "gguf";
 }
 
 Model::Model(ModelConfig config, ModelWeights weights, const ModelOptions& options)
     : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
   pool_ = std::make_unique<ThreadPool>(options_.num_threads);
-  ctx_ = KernelContext{
-      .pool = pool_.get(), .deterministic = options_.deterministic, .bf16_activations = options_.bf16_activations};
+  ctx_ = KernelContext{.pool = pool_.get(),
+                       .deterministic = options_.deterministic,
+                       .bf16_activations = options_.bf16_activations,
+                       .int8_activations = options_.int8_activations};
   inv_freq_ = rope_inv_freq(config_);
   embed_dtype_ = weights_.embed_tokens.dtype;
   matrix_dtype_ = weights_.layers.empty() ? embed_dtype_ : weights_.layers[0].o_proj.dtype;

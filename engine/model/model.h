@@ -56,6 +56,8 @@ struct ModelOptions {
   bool deterministic = false;
   /// With bf16 weights, bf16 arithmetic in prefill GEMMs (see KernelContext::bf16_activations).
   bool bf16_activations = false;
+  /// With quantized weights, int8 arithmetic in the row kernels, as llama.cpp (see KernelContext::int8_activations).
+  bool int8_activations = false;
   /// Attention kernels (lab 05): BLOCKED is the engine before lab 05, FLASH tiles with the online softmax
   /// and splits long decodes across threads (kernels/attention.h).
   AttentionKind attention = AttentionKind::BLOCKED;
@@ -67,7 +69,10 @@ struct ModelOptions {
  *        weights, and prefill GEMMs in bf16 arithmetic: activations rounded to
  *        bf16, f32 accumulation, as on the CUDA path and llama.cpp's BF16),
  *        "q8_0", "q4_0", "q4_1" (quantized weights, read as blocks by decode,
- *        f32 arithmetic) or "gguf" (a .gguf's own types; f32 for other checkpoints).
+ *        f32 arithmetic) or "gguf" (a .gguf's own types; f32 for other
+ *        checkpoints); "q8_0-math", "q4_0-math", "q4_1-math" and "gguf-math"
+ *        multiply quantized weights in int8 arithmetic, as llama.cpp does
+ *        (inputs rounded to 8 bits per block of 32, exact integer sums).
  * @throws Error naming @p what and the accepted values otherwise.
  */
 void apply_dtype_flag(const std::string& text, const std::string& what, ModelOptions& options);

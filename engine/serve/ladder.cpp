@@ -54,6 +54,7 @@ nlohmann::ordered_json to_json(const LabConfig& c) {
             {"weight_dtype", std::string(dtype_name(m.weight_dtype))},
             {"deterministic", m.deterministic},
             {"bf16_activations", m.bf16_activations},
+            {"int8_activations", m.int8_activations},
             {"attention", to_string(m.attention)}}},
           {"disaggregated", c.disaggregated}};
 }
@@ -116,6 +117,7 @@ LabConfig lab_config_from_json(const nlohmann::json& j) {
   m.weight_dtype = parse_dtype(get<std::string>(j, "model.weight_dtype"), "model.weight_dtype");
   m.deterministic = get<bool>(j, "model.deterministic");
   m.bf16_activations = get<bool>(j, "model.bf16_activations");
+  m.int8_activations = get<bool>(j, "model.int8_activations");
   m.attention = parse_attention_kind(get<std::string>(j, "model.attention"), "model.attention");
   c.disaggregated = get<bool>(j, "disaggregated");
   return c;

@@ -62,7 +62,8 @@ void use_config(Model& model, const LabConfig& config) {
   same(loaded.num_threads == want.num_threads, "thread count");
   same(loaded.weight_dtype == want.weight_dtype, "weight dtype");
   same(loaded.deterministic == want.deterministic, "reduction mode (deterministic)");
-  same(loaded.bf16_activations == want.bf16_activations, "activation dtype");
+  same(loaded.bf16_activations == want.bf16_activations && loaded.int8_activations == want.int8_activations,
+       "activation dtype");
   model.set_attention(want.attention);
 }
 
@@ -103,6 +104,8 @@ void describe_run(Report& report, const Model& model, const LabOptions& o) {
   report.setting("dtype",
                  model.options().bf16_activations
                      ? "bf16 weights, bf16 arithmetic in prefill GEMMs, f32 activations between ops and KV cache"
+                 : model.options().int8_activations
+                     ? o.dtype + " weights, int8 arithmetic in the row kernels, f32 activations and KV cache"
                      : o.dtype + " weights, f32 activations and KV cache");
   report.setting("reductions",
                  model.options().deterministic ? "deterministic (batch-invariant)" : "fast (library GEMMs)");

@@ -23,6 +23,10 @@
 
 #include "core/dtype.h"
 
+namespace servelab {
+struct BlockQ8Input;
+}
+
 namespace servelab::cpu {
 
 /**
@@ -68,6 +72,32 @@ void rows_avx512_bf16(float* out, const std::uint16_t* x, const std::uint16_t* w
 /// True when rows_avx512_bf16() can run: the active instruction set is AVX-512 and the CPU has AVX512_BF16.
 bool bf16_dot_supported();
 
+/**
+ * @brief Signature of the integer-dot row kernels: the contract of RowsKernel
+ *        with the inputs rounded to 8 bits per block and quantized weights.
+ *
+ * What changed from RowsKernel on blocks: no weight is widened to f32. Each
+ * block of 32 products is summed exactly in integers (vpdpbusd with
+ * AVX512_VNNI, vpmaddubsw + vpmaddwd on AVX2) and scaled once, as llama.cpp
+ * does. What it buys: the widening kernel spends three to five instructions
+ * per 16 weights and is bound by them, not by the bytes it reads (docs/gguf.md).
+ * What it costs: each input is rounded to 8 bits per block (quantize_inputs(),
+ * error at most half a step of the block's scale), so the result is no longer
+ * the f32 kernel's on the dequantized weights. Still deterministic: a row's
+ * result depends on the row alone.
+ * @param x [M, K / 32] input blocks (quantize_inputs() of each input row).
+ * @param w [N, K] weights of @p w_dtype: Q8_0, Q4_0 or Q4_1 blocks.
+ */
+using RowsInt8Kernel = void (*)(float* out, const BlockQ8Input* x, const void* w, DType w_dtype, int M, int N, int K,
+                                int n0, int n1);
+
+void rows_int8_generic(float* out, const BlockQ8Input* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
+                       int n1);  ///< portable C++, one block after another: the reference
+void rows_int8_avx2(float* out, const BlockQ8Input* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
+                    int n1);  ///< AVX2 (+ F16C): vpmaddubsw + vpmaddwd, 32 products per block in 8 int32 lanes
+void rows_int8_avx512_vnni(float* out, const BlockQ8Input* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
+                           int n1);  ///< AVX512_VNNI on 256-bit vectors: one vpdpbusd per block
+
 /// Instruction sets a row kernel exists for, best first.
 enum class Isa { Avx512, Avx2, Generic };
 
@@ -77,6 +107,10 @@ const char* isa_name(Isa isa);
 bool isa_supported(Isa isa);
 /// The kernel for @p isa.
 RowsKernel rows_kernel(Isa isa);
+/// True when this CPU has AVX512_VNNI (with AVX-512VL), which rows_int8_avx512_vnni() needs.
+bool vnni_supported();
+/// The integer-dot kernel for @p isa: with AVX-512, the VNNI kernel where the CPU has it, else AVX2's.
+RowsInt8Kernel rows_int8_kernel(Isa isa);
 /**
  * @brief The instruction set the engine uses: the best this CPU supports, or
  *        the one named by the environment variable SERVELAB_ISA

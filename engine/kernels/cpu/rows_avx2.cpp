@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/rows.h"
+#include "kernels/cpu/rows_int8_256.h"
 #include "kernels/cpu/rows_tiling.h"
 
 namespace servelab::cpu {
@@ -38,16 +39,24 @@ struct Avx2 {
     const __m128i h = _mm_cvtsi32_si128(static_cast<int>(v) << 16);
     return _mm_cvtss_f32(_mm_castsi128_ps(h));
   }
-  // Horizontal sum in a fixed order: high and low halves, then pairs.
-  static float reduce(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+  static float reduce(__m256 v) { return reduce256(v); }
+};
+
+// The integer-dot policy: vpmaddubsw multiplies unsigned by signed bytes and adds pairs into int16
+// (at most 2 · 128 · 127, no saturation), vpmaddwd adds pairs of those into int32. Two inputs per
+// tile, as the f32 policy: 8 accumulators of 16 registers.
+struct MaddubsDot {
+  static __m256i dot(__m256i w, __m256i x) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
   }
 };
 
 }  // namespace
+
+void rows_int8_avx2(float* out, const BlockQ8Input* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
+                    int n1) {
+  tiling::rows_int8<Int8Blocks256<MaddubsDot, 2>>(out, x, w, w_dtype, M, N, K, n0, n1);
+}
 
 void rows_avx2(float* out, const float* x, const void* w, DType w_dtype, int M, int N, int K, int n0, int n1) {
   tiling::rows_any<Avx2>(out, x, w, w_dtype, M, N, K, n0, n1);

@@ -19,9 +19,13 @@ const char* isa_name(Isa isa) { return kIsaNames.name(isa); }
 #if defined(SERVELAB_X86_KERNELS)
 /// F16C (half <-> float conversion) from CPUID leaf 1, ECX bit 29: clang's
 /// __builtin_cpu_supports() does not know the "f16c" feature name.
+/// Asked once: CPUID exits to the hypervisor in a VM, microseconds a call.
 static bool f16c_supported() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  }();
+  return has;
 }
 #endif
 
@@ -48,6 +52,27 @@ bool bf16_dot_supported() {
 #else
   return false;
 #endif
+}
+
+bool vnni_supported() {
+#if defined(SERVELAB_X86_KERNELS)
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;  // CPUID leaf 7: ECX bit 11 is AVX512_VNNI (asked once, as above)
+    return active_isa() == Isa::Avx512 && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 &&
+           (ecx & bit_AVX512VNNI) != 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+RowsInt8Kernel rows_int8_kernel(Isa isa) {
+#if defined(SERVELAB_X86_KERNELS)
+  if (isa == Isa::Avx512 && vnni_supported()) return rows_int8_avx512_vnni;
+  if (isa != Isa::Generic && isa_supported(Isa::Avx2)) return rows_int8_avx2;
+#endif
+  return rows_int8_generic;
 }
 
 RowsKernel rows_kernel(Isa isa) {

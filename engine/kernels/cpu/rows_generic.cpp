@@ -23,4 +23,41 @@ void rows_generic(float* out, const float* x, const void* w, DType w_dtype, int 
   }
 }
 
+namespace {
+
+// One weight row against one input row, a block after another: the exact integer sum of the block's
+// products, scaled by d_w·d_x, and Q4_1's m·s apart (the sums rows_tiling.h's integer tile() keeps).
+template <typename Block>
+float int8_dot(const Block* w, const BlockQ8Input* x, int blocks) {
+  float acc = 0.0f, mins = 0.0f;
+  for (int b = 0; b < blocks; ++b) {
+    int dot = 0;
+    for (int j = 0; j < kQuantBlock; ++j) dot += level(w[b], j) * x[b].qs[j];
+    acc += static_cast<float>(dot) * (f16_to_f32(w[b].d) * x[b].d);
+    if constexpr (requires { w[b].m; }) mins += f16_to_f32(w[b].m) * x[b].s;
+  }
+  return acc + mins;
+}
+
+template <typename Block>
+void int8_rows(float* out, const BlockQ8Input* x, const Block* w, int M, int N, int K, int n0, int n1) {
+  const int blocks = K / kQuantBlock;
+  for (int n = n0; n < n1; ++n)
+    for (int m = 0; m < M; ++m)
+      out[static_cast<long>(m) * N + n] =
+          int8_dot(w + static_cast<long>(n) * blocks, x + static_cast<long>(m) * blocks, blocks);
+}
+
+}  // namespace
+
+void rows_int8_generic(float* out, const BlockQ8Input* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
+                       int n1) {
+  switch (w_dtype) {
+    case DType::Q8_0: return int8_rows(out, x, static_cast<const BlockQ8_0*>(w), M, N, K, n0, n1);
+    case DType::Q4_0: return int8_rows(out, x, static_cast<const BlockQ4_0*>(w), M, N, K, n0, n1);
+    case DType::Q4_1: return int8_rows(out, x, static_cast<const BlockQ4_1*>(w), M, N, K, n0, n1);
+    default: break;
+  }
+}
+
 }  // namespace servelab::cpu

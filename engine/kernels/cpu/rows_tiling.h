@@ -179,6 +179,71 @@ template <typename Isa, int NR, int MR, typename X, typename W>
     }
 }
 
+/**
+ * @brief The integer dot product of a Q8_0 weight block with an input block
+ *        (signed × signed), as the policy's vector of int32 partial sums.
+ */
+template <typename Isa, typename XV>
+inline auto block_dot(const BlockQ8_0& w, XV x) {
+  return Isa::dot_signed(Isa::int8s(w.qs), x);
+}
+/// The integer dot product of a Q4_0 block (its nibbles − 8, signed) with an input block.
+template <typename Isa, typename XV>
+inline auto block_dot(const BlockQ4_0& w, XV x) {
+  return Isa::dot_signed(Isa::minus8(Isa::nibbles(w.qs)), x);
+}
+/// The integer dot product of a Q4_1 block (its nibbles, unsigned; m is added apart) with an input block.
+template <typename Isa, typename XV>
+inline auto block_dot(const BlockQ4_1& w, XV x) {
+  return Isa::dot_unsigned(Isa::nibbles(w.qs), x);
+}
+
+/**
+ * @brief The integer-dot form of tile(): inputs rounded to 8 bits per block
+ *        (BlockQ8Input), K walked a block at a time.
+ *
+ * Per block the policy sums the 32 products of small integers exactly, in
+ * int32 lanes, and adds them, scaled by d_w·d_x, into an f32 accumulator;
+ * Q4_1's minimum contributes m·s per block, summed apart. What it saves over
+ * tile() on blocks: the conversion of every weight to f32 and its scaling
+ * (two to four instructions per 16 weights), so a decode step is left with
+ * the bytes to read. The policy provides `zero()`, `inputs(block)` (its 32
+ * int8), `int8s(p)`, `nibbles(qs)` (32 in element order), `minus8(v)`,
+ * `dot_signed(w, x)`, `dot_unsigned(w, x)`, `fma(acc, dot, scale)`,
+ * `f16(bits)` (a float) and `reduce(acc)`. The order of the sums is fixed by
+ * the row alone, as in tile().
+ */
+template <typename Isa, int NR, int MR, typename Block>
+[[gnu::noinline]] void tile(float* out, const BlockQ8Input* x, const BlockRows<Block>& w, int N, int K, int n, int m,
+                            bool prefetch) {
+  constexpr bool kHasMin = requires(const Block& b) { b.m; };
+  const int blocks = K / kQuantBlock;
+  decltype(Isa::zero()) acc[NR][MR];
+  float mins[NR][MR] = {};
+  for (int a = 0; a < NR; ++a)
+    for (int b = 0; b < MR; ++b) acc[a][b] = Isa::zero();
+  for (int kb = 0; kb < blocks; ++kb) {
+    const BlockQ8Input* xb[MR];
+    decltype(Isa::inputs(*x)) xv[MR];
+    for (int b = 0; b < MR; ++b) {
+      xb[b] = x + static_cast<long>(m + b) * blocks + kb;
+      xv[b] = Isa::inputs(*xb[b]);
+    }
+    for (int a = 0; a < NR; ++a) {
+      const Block& wb = *w.at(n + a, kb * kQuantBlock).block;
+      if (prefetch)
+        _mm_prefetch(static_cast<const char*>(w.address(n + a + kPrefetchRows, kb * kQuantBlock)), _MM_HINT_T2);
+      const float d = Isa::f16(wb.d);
+      for (int b = 0; b < MR; ++b) {
+        acc[a][b] = Isa::fma(acc[a][b], block_dot<Isa>(wb, xv[b]), d * xb[b]->d);
+        if constexpr (kHasMin) mins[a][b] += Isa::f16(wb.m) * xb[b]->s;
+      }
+    }
+  }
+  for (int a = 0; a < NR; ++a)
+    for (int b = 0; b < MR; ++b) out[static_cast<long>(m + b) * N + n + a] = Isa::reduce(acc[a][b]) + mins[a][b];
+}
+
 /// One block of NR weight rows against all M inputs; only the last tile prefetches rows ahead (kPrefetchRows).
 template <typename Isa, int NR, typename X, typename W>
 inline void column_block(float* out, const X* x, const W& w, int M, int N, int K, int n, bool prefetch) {
@@ -188,7 +253,7 @@ inline void column_block(float* out, const X* x, const W& w, int M, int N, int K
   for (; m < M; ++m) tile<Isa, NR, 1>(out, x, w, N, K, n, m, prefetch && m + 1 == M);
 }
 
-/// Weight rows [n0, n1) of @p w (PlainRows or BlockRows): 4-row tiles, then single rows.
+/// Weight rows [n0, n1) of @p w (PlainRows or BlockRows; f32, bf16 or BlockQ8Input inputs): 4-row tiles, then single rows.
 template <typename Isa, typename X, typename W>
 inline void rows(float* out, const X* x, const W& w, int M, int N, int K, int n0, int n1) {
   int n = n0;
@@ -213,6 +278,21 @@ inline void rows_any(float* out, const float* x, const void* w, DType w_dtype, i
     case DType::Q4_1:
       return rows<Isa>(out, x, BlockRows<BlockQ4_1>{static_cast<const BlockQ4_1*>(w), K}, M, N, K, n0, n1);
     case DType::F16: break;
+  }
+}
+
+/// rows() over inputs rounded to 8 bits and quantized weights of @p w_dtype (Q8_0, Q4_0 or Q4_1): the integer tile().
+template <typename Isa>
+inline void rows_int8(float* out, const BlockQ8Input* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
+                      int n1) {
+  switch (w_dtype) {
+    case DType::Q8_0:
+      return rows<Isa>(out, x, BlockRows<BlockQ8_0>{static_cast<const BlockQ8_0*>(w), K}, M, N, K, n0, n1);
+    case DType::Q4_0:
+      return rows<Isa>(out, x, BlockRows<BlockQ4_0>{static_cast<const BlockQ4_0*>(w), K}, M, N, K, n0, n1);
+    case DType::Q4_1:
+      return rows<Isa>(out, x, BlockRows<BlockQ4_1>{static_cast<const BlockQ4_1*>(w), K}, M, N, K, n0, n1);
+    default: break;
   }
 }
 

@@ -98,6 +98,127 @@ TEST_CASE("row kernels on quantized weights equal them on the dequantized f32 we
   }
 }
 
+TEST_CASE("inputs rounded to 8 bits per block stay within half a step, with the block's sum kept", "[quant]") {
+  const std::int64_t n = 32 * 16;
+  std::vector<float> x = test::random_floats(static_cast<std::size_t>(n), 21);
+  for (std::size_t i = 0; i < x.size(); i += 41) x[i] *= 20.0f;
+  std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
+  std::vector<BlockQ8Input> q(static_cast<std::size_t>(n / 32));
+  quantize_inputs(x.data(), q.data(), n);
+  for (std::int64_t b = 0; b < n / 32; ++b) {
+    float amax = 0.0f;
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
+    CHECK(q[b].d == amax / 127.0f);
+    for (int j = 0; j < 32; ++j) {
+      INFO("block " << b << " element " << j << " = " << x[b * 32 + j]);
+      REQUIRE(std::abs(q[b].qs[j]) <= 127);
+      REQUIRE(std::fabs(q[b].d * q[b].qs[j] - x[b * 32 + j]) <= 0.5f * q[b].d * (1.0f + 1e-5f));
+      sum += q[b].qs[j];
+    }
+    CHECK(q[b].s == q[b].d * static_cast<float>(sum));
+  }
+  CHECK(q[1].d == 0.0f);
+  CHECK(std::all_of(std::begin(q[1].qs), std::end(q[1].qs), [](std::int8_t v) { return v == 0; }));
+}
+
+namespace {
+
+// Σ over blocks of d_w·d_x·Σ level·q (+ m·s), in double from quant.h's level(), and Σ of the products' magnitudes.
+template <typename Block>
+std::pair<double, double> int8_reference(const Block* w, const BlockQ8Input* x, int blocks) {
+  double sum = 0.0, magnitude = 0.0;
+  for (int b = 0; b < blocks; ++b) {
+    long dot = 0, abs_dot = 0;  // the kernels' partial sums are bounded by the sum of the products' magnitudes
+    for (int j = 0; j < 32; ++j) {
+      dot += static_cast<long>(level(w[b], j)) * x[b].qs[j];
+      abs_dot += std::labs(static_cast<long>(level(w[b], j)) * x[b].qs[j]);
+    }
+    const double scale = static_cast<double>(f16_to_f32(w[b].d)) * x[b].d;
+    sum += static_cast<double>(dot) * scale;
+    magnitude += static_cast<double>(abs_dot) * std::fabs(scale);
+    if constexpr (requires { w[b].m; }) {
+      const double offset = static_cast<double>(f16_to_f32(w[b].m)) * x[b].s;
+      sum += offset;
+      magnitude += std::fabs(offset);
+    }
+  }
+  return {sum, magnitude};
+}
+
+std::pair<double, double> int8_reference(DType d, const void* row, const BlockQ8Input* x, int blocks) {
+  switch (d) {
+    case DType::Q8_0: return int8_reference(static_cast<const BlockQ8_0*>(row), x, blocks);
+    case DType::Q4_0: return int8_reference(static_cast<const BlockQ4_0*>(row), x, blocks);
+    default: return int8_reference(static_cast<const BlockQ4_1*>(row), x, blocks);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("integer-dot row kernels sum each block exactly and stay within 8-bit rounding of the f32 result",
+          "[quant][gemm]") {
+  ThreadPool pool(1);
+  std::vector<std::pair<std::string, cpu::RowsInt8Kernel>> kernels{{"generic", cpu::rows_int8_generic}};
+  if (cpu::isa_supported(cpu::Isa::Avx2)) kernels.emplace_back("avx2", cpu::rows_int8_avx2);
+  if (cpu::vnni_supported()) kernels.emplace_back("avx512_vnni", cpu::rows_int8_avx512_vnni);
+  for (const auto& [N, K] : {std::pair{37, 96}, std::pair{13, 64}, std::pair{5, 32}}) {
+    std::vector<float> wv = test::random_floats(static_cast<std::size_t>(N) * K, 5);
+    for (std::size_t i = 0; i < wv.size(); i += 7) wv[i] = -wv[i] * 3.0f;  // negative levels of every size
+    const Tensor w32 = f32_matrix(wv, N, K);
+    for (DType d : kQuantized) {
+      const Tensor q = convert(w32, d, pool);
+      const Tensor dq = convert(q, DType::F32, pool);
+      for (int M : {1, 3, 6}) {
+        auto x = test::random_floats(static_cast<std::size_t>(M) * K, 6);
+        x[0] = 0.0f;  // a zero input, and a block with one large value
+        if (K > 32) x[40] = 9.0f;
+        std::vector<BlockQ8Input> xq(static_cast<std::size_t>(M) * K / 32);
+        for (int m = 0; m < M; ++m) quantize_inputs(x.data() + m * K, xq.data() + m * K / 32, K);
+        std::vector<float> exact(static_cast<std::size_t>(M) * N);
+        cpu::rows_generic(exact.data(), x.data(), dq.data, DType::F32, M, N, K, 0, N);
+        for (const auto& [name, kernel] : kernels) {
+          INFO(name << " " << dtype_name(d) << " M " << M << " N " << N << " K " << K);
+          std::vector<float> got(static_cast<std::size_t>(M) * N, NAN), alone(got.size(), NAN);
+          kernel(got.data(), xq.data(), q.data, d, M, N, K, 0, N);
+          for (int m = 0; m < M; ++m)  // each input row by itself: the same bits whatever the tile
+            kernel(alone.data() + m * N, xq.data() + m * K / 32, q.data, d, 1, N, K, 0, N);
+          CHECK(std::memcmp(got.data(), alone.data(), got.size() * sizeof(float)) == 0);
+          for (int m = 0; m < M; ++m)
+            for (int n = 0; n < N; ++n) {
+              const auto* row = q.as<const std::byte>() + dtype_nbytes(d, static_cast<std::int64_t>(n) * K);
+              const auto [want, magnitude] = int8_reference(d, row, xq.data() + m * K / 32, K / 32);
+              const float v = got[m * N + n];
+              INFO("m " << m << " n " << n << ": " << v << ", exact sums " << want);
+              REQUIRE(std::fabs(v - want) <= 1e-6 * magnitude + 1e-30);  // f32 sums of K / 32 exact terms
+              // 8-bit inputs: each within half its block's step of x, so within Σ_b d_x/2 · Σ|w| of the f32 dot.
+              double bound = 0.0;
+              for (int b = 0; b < K / 32; ++b) {
+                double wsum = 0.0;
+                for (int j = 0; j < 32; ++j) wsum += std::fabs(dq.as<const float>()[n * K + b * 32 + j]);
+                bound += 0.5 * xq[m * K / 32 + b].d * wsum;
+              }
+              REQUIRE(std::fabs(v - exact[m * N + n]) <= bound * 1.001 + 1e-5 * magnitude + 1e-30);
+            }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the dtypes q8_0-math, q4_1-math and gguf-math choose int8 arithmetic, f32-math is refused", "[quant]") {
+  for (const char* text : {"q8_0-math", "q4_0-math", "q4_1-math", "gguf-math"}) {
+    ModelOptions options;
+    apply_dtype_flag(text, "--dtype", options);
+    CHECK(options.int8_activations);
+    CHECK_FALSE(options.bf16_activations);
+  }
+  ModelOptions options;
+  apply_dtype_flag("q4_1", "--dtype", options);
+  CHECK_FALSE(options.int8_activations);
+  CHECK_THROWS_WITH(apply_dtype_flag("f32-math", "--dtype", options), Catch::Contains("unsupported dtype 'f32-math'"));
+}
+
 TEST_CASE("a model quantized, or read in a GGUF's own types, gives the greedy tokens of its dequantized f32 weights",
           "[quant][gguf]") {
   ModelOptions exact;
