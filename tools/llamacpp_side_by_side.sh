@@ -4,9 +4,8 @@
 # model shape (qwen2.5-0.5b, random weights), f32 and bf16 weights, 1 and 2
 # threads, measured in alternating rounds so both see the same machine.
 #
-# llama.cpp comes as source from PyPI (the llama-cpp-python sdist vendors a
-# pinned llama.cpp tree), so nothing needs GitHub; its llama-bench is built
-# CPU-only with -march=native, and tools/make_gguf.py writes GGUFs of the
+# llama.cpp comes as source from PyPI (tools/llamacpp_build.sh); its
+# llama-bench is built CPU-only with -march=native, and tools/make_gguf.py writes GGUFs of the
 # same shape as servelab's synthetic preset. servelab's figures come from
 # bench_cpu_speed (build it first: cmake --build build --target bench_cpu_speed).
 #
@@ -27,21 +26,10 @@ say() { echo "llamacpp_side_by_side.sh: $*" >&2; }
 [ -x "$bench" ] || { say "error: $bench not found (cmake --build build --target bench_cpu_speed)"; exit 1; }
 mkdir -p "$work"
 
-# 1. llama.cpp's source and its llama-bench.
-src="$work/llama_cpp_python-$version/vendor/llama.cpp"
-if [ ! -d "$src" ]; then
-  python3 -m venv "$work/venv"
-  "$work/venv/bin/pip" download -q --no-deps --no-binary :all: -d "$work" "llama-cpp-python==$version"
-  tar xzf "$work/llama_cpp_python-$version.tar.gz" -C "$work"
-fi
-# The tree's own gguf-py, with the dependencies it declares (numpy, pyyaml, ...), for make_gguf.py.
-"$work/venv/bin/python" -c "import gguf" 2>/dev/null || "$work/venv/bin/pip" install -q "$src/gguf-py"
-llama_bench="$src/build/bin/llama-bench"
-if [ ! -x "$llama_bench" ]; then
-  cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >&2
-  cmake --build "$src/build" -j"$(nproc)" --target llama-bench >&2
-fi
+# 1. llama.cpp's source and its llama-bench (tools/llamacpp_build.sh).
+source "$root/tools/llamacpp_build.sh"
+llamacpp_build llama-bench
+llama_bench="$llama_bin/llama-bench"
 
 # 2. GGUFs of the preset's shape.
 for dtype in f32 bf16; do

@@ -107,8 +107,14 @@ void quantize_inputs(const float* x, BlockQ8Input* out, std::int64_t n) {
     const float d = amax / 127.0f, inverse = d != 0.0f ? 1.0f / d : 0.0f;
     int sum = 0;
     for (int j = 0; j < kQuantBlock; ++j) {
-      out[b].qs[j] = static_cast<std::int8_t>(std::lround(xb[j] * inverse));
-      sum += out[b].qs[j];
+      // lround's rounding (half away from zero) without the library call, which kept this loop scalar:
+      // |v| <= 127.5, so the truncation and the fraction are exact. A NaN input becomes 0.
+      const float v = xb[j] * inverse == xb[j] * inverse ? xb[j] * inverse : 0.0f;
+      const int whole = static_cast<int>(v);
+      const float fraction = v - static_cast<float>(whole);
+      const int q = whole + (fraction >= 0.5f) - (fraction <= -0.5f);
+      out[b].qs[j] = static_cast<std::int8_t>(q);
+      sum += q;
     }
     out[b].d = d;
     out[b].s = d * static_cast<float>(sum);

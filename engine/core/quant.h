@@ -67,7 +67,7 @@ static_assert(sizeof(BlockQ8_0) == dtype_block_bytes(DType::Q8_0) &&
  * Q8_0 weights d_w·d·Σ q_w·q; for Q4_1 weights (q_w·d_w + m) it is
  * d_w·d·Σ q_w·q + m·s, which is why the sum s is kept.
  */
-struct BlockQ8Input {
+struct alignas(8) BlockQ8Input {  // 8-aligned: kernels load d and s as one 8-byte pair
   float d;                      ///< scale: the block's largest magnitude / 127
   float s;                      ///< d · Σ qs, the block's rounded sum
   std::int8_t qs[kQuantBlock];  ///< input j is about d · qs[j], |qs[j]| ≤ 127

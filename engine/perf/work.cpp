@@ -48,7 +48,7 @@ Work gemm_work(std::int64_t M, std::int64_t N, std::int64_t K, DType weights, DT
 Work step_work(const ModelConfig& c, const StepDtypes& d, const std::vector<SeqShape>& seqs, std::int64_t logits_rows) {
   const double L = c.num_hidden_layers, H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size,
                V = c.vocab_size, R = static_cast<double>(logits_rows);
-  const double wb = static_cast<double>(dtype_size(d.weights)), ab = static_cast<double>(dtype_size(d.activations));
+  const double wb = dtype_bytes_per_element(d.weights), ab = static_cast<double>(dtype_size(d.activations));
   double T = 0, keys_read = 0, kv_rows_read = 0;
   for (const SeqShape& s : seqs) {
     const double n = static_cast<double>(s.fresh), cached = static_cast<double>(s.cached);

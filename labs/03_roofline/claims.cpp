@@ -17,7 +17,7 @@ using namespace servelab::lab;
 void check_claims(Report& report, const Table& article, const Hardware& a100, const Table& compute_use,
                   const Table& decode_bytes, const MeasuredSteps& steps, const MachineRoofs& roofs,
                   const std::vector<int>& prefill_lens, const std::vector<int>& decode_batches,
-                  const std::string& busy) {
+                  const QuantizationLesson& quantization, const std::string& busy) {
   const double fmaN = roofs.fmaN, readN = roofs.readN, ridge_here = fmaN / readN;
   const auto article_intensity = [&](long row) { return article.number(row, "intensity [FLOP/B]"); };
   const double expected[] = {410, 680, 1, 32};  // the prefill/decode article's table
@@ -103,6 +103,35 @@ void check_claims(Report& report, const Table& article, const Hardware& a100, co
                             " GFLOP/s, read " + fixed(readN, 1) + " GB/s); " + steps.names[longest_prefill] + " at " +
                             fixed(prefill_i, 1) + ", " + steps.names[decode_1] + " at " + fixed(decode_i, 2),
                 .cause = why_not + (why_not.empty() || busy.empty() ? "" : "; and " + busy)});
+  const QuantizationLesson& q = quantization;
+  const double q4_gbs = q.table.number(3, "decode GB/s"), q4_roof = q.table.number(3, "of the read roof [%]");
+  const bool bytes_lever = q.decode_speedup >= 2 && q.prefill_speedup < q.decode_speedup;
+  std::string lever_cause;
+  if (q.decode_speedup < 2)
+    lever_cause = "the Q4_1 step read its bytes at " + fixed(q4_gbs, 1) + " GB/s, " + fixed(q4_roof, 0) +
+                  "% of the read roof: the arithmetic on the blocks, not the memory, bounds it on this CPU";
+  else if (q.prefill_speedup >= q.decode_speedup)
+    lever_cause = "the prefill gained as much: at this length it is still bound by reading the weights, not by FLOPs";
+  report.claim({.id = "03.quant_decode_bytes",
+                .source = "the KV cache article, §3-2 (quantization among the decode levers)",
+                .statement = "fewer weight bytes make decode faster: Q4_1 (6.4x fewer bytes than f32) at least halves "
+                             "a decode step, and speeds a prefill up less",
+                .held = bytes_lever,
+                .evidence = "decode " + fixed(q.decode_speedup, 2) + "x faster with " + fixed(q.bytes_ratio, 1) +
+                            "x fewer bytes per step; prefill " + fixed(q.prefill_speedup, 2) + "x",
+                .cause = lever_cause + (lever_cause.empty() || busy.empty() ? "" : "; and " + busy)});
+  const double q8_agree = q.agreement.at(2);
+  report.claim({.id = "03.quant_top1",
+                .source = "this lab (llama.cpp's Q8_0 as the near-lossless format)",
+                .statement = "Q8_0 weights keep the f32 model's greedy token at 95% of positions or more",
+                .held = q8_agree >= 95,
+                .evidence = fixed(q8_agree, 1) + "% of " + std::to_string(q.positions) +
+                            " teacher-forced positions (Q4_1 " + fixed(q.agreement.at(3), 1) + "%)",
+                .cause = q8_agree >= 95 ? ""
+                         : q.real_text
+                             ? "this model's greedy margins are narrower than the rounding of Q8_0 at those positions"
+                             : "synthetic weights: random logits nearly tie, so rounding flips the greedy token far "
+                               "more often than on a trained model (run with --model)"});
   report.verdict("prefill runs at " + fixed(prefill_i, 0) + " FLOP/byte (" +
                  bound_name(bound_of(prefill_i, ridge_here)) + "-bound against this machine's ridge of " +
                  fixed(ridge_here, 1) + "), decode at batch " + std::to_string(decode_batches.front()) + " at " +

@@ -83,11 +83,29 @@ struct MeasuredSteps {
 MeasuredSteps measure_steps(Model& model, const lab::LabOptions& o, const std::vector<int>& prefill_lens,
                             const std::vector<int>& decode_batches, int context, double ridge_here);
 
+/// 8. The quantization lesson (quantized.cpp): the table, and what its claims are decided on.
+struct QuantizationLesson {
+  Table table{};                  ///< one row per weight format: f32, bf16, Q8_0, Q4_1
+  double decode_speedup = 0;      ///< f32's decode step time / Q4_1's
+  double prefill_speedup = 0;     ///< f32's prefill time / Q4_1's
+  double bytes_ratio = 0;         ///< f32's bytes per decode step / Q4_1's
+  std::vector<double> agreement;  ///< top-1 = f32 [%] per row
+  int positions = 0;              ///< teacher-forced positions scored
+  bool real_text = false;         ///< the model has a tokenizer: real text, and a perplexity
+};
+
+/// 8. The lab's model (the checkpoint or preset of @p o, @p base's threads) in f32, bf16, Q8_0 and Q4_1 weights,
+///    one after another: a decode step with @p context tokens cached and a prefill of @p prefill_len tokens, timed
+///    and placed against @p read_roof (GB/s), and each format's top-1 agreement with f32 (and perplexity, with a
+///    tokenizer) teacher-forced on a short text.
+QuantizationLesson quantization_lesson(const lab::LabOptions& o, const ModelOptions& base, int context, int prefill_len,
+                                       double read_roof);
+
 /// The chapter's claims (claims.cpp), each decided on this run's tables and @p roofs (with the @p busy warning
 /// when the roofs' repeats spread), then the verdict. @p prefill_lens and @p decode_batches are sorted.
 void check_claims(lab::Report& report, const Table& article, const Hardware& a100, const Table& compute_use,
                   const Table& decode_bytes, const MeasuredSteps& steps, const MachineRoofs& roofs,
                   const std::vector<int>& prefill_lens, const std::vector<int>& decode_batches,
-                  const std::string& busy);
+                  const QuantizationLesson& quantization, const std::string& busy);
 
 }  // namespace servelab::lab03

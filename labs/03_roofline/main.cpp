@@ -120,6 +120,13 @@ int main(int argc, char** argv) {
 
     report.add_table(kv_cache_puzzle(here, engine_dtypes));
 
+    // 8. The quantization lever: the same model in four weight formats, decode against prefill, and the rounding's cost.
+    ModelOptions lesson_base = config.model;
+    lesson_base.backend = Backend::CPU;  // the block formats run on the CPU kernels
+    const QuantizationLesson quantization =
+        quantization_lesson(o, lesson_base, context, std::max(128, prefill_rows), readN);
+    report.add_table(quantization.table);
+
     report.add_plot(
         {.name = "roofline",
          .data = {.table = "measured_points", .x = "intensity [FLOP/B]", .y = {"achieved GFLOP/s"}},
@@ -130,7 +137,7 @@ int main(int argc, char** argv) {
          .reference = "article_table",
          .reference_roof = a100.name});
     check_claims(report, article, a100, compute_use, decode_bytes, steps, machine_roofs, prefill_lens, decode_batches,
-                 busy);
+                 quantization, busy);
     report.save();
   });
 }

@@ -171,7 +171,7 @@ TEST_CASE("lab 03 --quick prints the article's table and checks counted work aga
   test::check_claims(
       results,
       {"03.article_intensities", "03.a100_ridge", "03.compute_use", "03.decode_reads", "03.counted_equals_formula",
-       "03.bound_here"},
+       "03.bound_here", "03.quant_decode_bytes", "03.quant_top1"},
       {"03.article_intensities", "03.a100_ridge", "03.compute_use", "03.decode_reads", "03.counted_equals_formula"});
   const auto& points = test::table(results, "measured_points");
   CHECK(points["rows"].size() == 4);
@@ -180,6 +180,19 @@ TEST_CASE("lab 03 --quick prints the article's table and checks counted work aga
   CHECK(test::table(results, "cost_model")["rows"].size() == 4);
   CHECK(test::table(results, "kv_cache_puzzle")["rows"].size() == 5);
   CHECK(results["plots"][0]["kind"] == "roofline");
+  // The quantization lesson: four formats, bytes per weight as core/dtype.h has them, bytes per step falling with them.
+  const auto& quant = test::table(results, "quantization");
+  REQUIRE(quant["rows"].size() == 4);
+  const double per_weight[] = {4.0, 2.0, 34.0 / 32, 20.0 / 32};
+  double previous_mb = 1e30;
+  for (std::size_t r = 0; r < 4; ++r) {
+    const auto& row = quant["rows"][r];
+    CHECK(row[test::column(quant, "bytes per weight")].get<double>() == Approx(per_weight[r]));
+    const double mb = row[test::column(quant, "MB read per decode step")].get<double>();
+    CHECK(mb < previous_mb);
+    previous_mb = mb;
+  }
+  CHECK(quant["rows"][0][test::column(quant, "top-1 = f32 [%]")].get<double>() == 100.0);
 }
 
 TEST_CASE("lab 03 refuses bad flags with one error naming the flag", "[lab03]") {

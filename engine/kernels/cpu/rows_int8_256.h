@@ -14,12 +14,15 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/quant.h"
 
 namespace servelab::cpu {
 namespace {
+
+static_assert(offsetof(BlockQ8Input, s) == offsetof(BlockQ8Input, d) + sizeof(float), "input_scales() loads d, s");
 
 /// Horizontal sum of 8 floats in a fixed order: high and low halves, then pairs.
 inline float reduce256(__m256 v) {
@@ -47,11 +50,26 @@ struct Int8Blocks256 {
   static __m256i minus8(__m256i v) { return _mm256_sub_epi8(v, _mm256_set1_epi8(8)); }
   static __m256i dot_unsigned(__m256i w, __m256i x) { return Dot::dot(w, x); }
   static __m256i dot_signed(__m256i w, __m256i x) { return Dot::dot(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)); }
-  static __m256 fma(__m256 acc, __m256i dot, float scale) {
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale), acc);
+  static __m256 fma(__m256 acc, __m256i dot, __m128 scales) {
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_broadcastss_ps(scales), acc);
   }
-  static float f16(std::uint16_t h) { return _cvtsh_ss(h); }  // F16C
   static float reduce(__m256 v) { return reduce256(v); }
+  // The scales, converted from f16 by F16C: one broadcast load and one conversion per block, d and m together.
+  static __m128 weight_scales(const BlockQ8_0& b) { return halves(_mm_set1_epi16(static_cast<short>(b.d))); }
+  static __m128 weight_scales(const BlockQ4_0& b) { return halves(_mm_set1_epi16(static_cast<short>(b.d))); }
+  static __m128 weight_scales(const BlockQ4_1& b) {
+    return halves(_mm_set1_epi32(static_cast<int>(b.d | static_cast<std::uint32_t>(b.m) << 16)));
+  }
+  static __m128 input_scales(const BlockQ8Input& x) {  // [d, s, d, s]: d and s are adjacent floats
+    return _mm_castpd_ps(_mm_loaddup_pd(reinterpret_cast<const double*>(&x.d)));
+  }
+  static __m128 zero_scales() { return _mm_setzero_ps(); }
+  static __m128 mul(__m128 a, __m128 b) { return _mm_mul_ps(a, b); }
+  static __m128 add(__m128 a, __m128 b) { return _mm_add_ps(a, b); }
+  static float second(__m128 v) { return _mm_cvtss_f32(_mm_movehdup_ps(v)); }
+
+ private:
+  static __m128 halves(__m128i h) { return _mm_cvtph_ps(h); }
 };
 
 }  // namespace

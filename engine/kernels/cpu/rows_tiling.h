@@ -209,39 +209,48 @@ inline auto block_dot(const BlockQ4_1& w, XV x) {
  * (two to four instructions per 16 weights), so a decode step is left with
  * the bytes to read. The policy provides `zero()`, `inputs(block)` (its 32
  * int8), `int8s(p)`, `nibbles(qs)` (32 in element order), `minus8(v)`,
- * `dot_signed(w, x)`, `dot_unsigned(w, x)`, `fma(acc, dot, scale)`,
- * `f16(bits)` (a float) and `reduce(acc)`. The order of the sums is fixed by
- * the row alone, as in tile().
+ * `dot_signed(w, x)`, `dot_unsigned(w, x)`, `fma(acc, dot, scales)` (acc +
+ * dot · scales[0]), `reduce(acc)`, and the scales as a small vector:
+ * `weight_scales(block)` ([d, m, d, m] for Q4_1, d in every lane otherwise),
+ * `input_scales(block)` ([d, s, d, s]), their product `mul`, `zero_scales()`,
+ * `add` and `second(v)` (lane 1, where the m·s terms add up). The order of
+ * the sums is fixed by the row alone, as in tile().
  */
 template <typename Isa, int NR, int MR, typename Block>
 [[gnu::noinline]] void tile(float* out, const BlockQ8Input* x, const BlockRows<Block>& w, int N, int K, int n, int m,
                             bool prefetch) {
   constexpr bool kHasMin = requires(const Block& b) { b.m; };
+  // One prefetch per 64-byte line of a row's blocks (Q8_0: every block; Q4_0, Q4_1: every third).
+  constexpr int kPrefetchBlocks = sizeof(Block) >= 64 ? 1 : static_cast<int>(64 / sizeof(Block));
   const int blocks = K / kQuantBlock;
   decltype(Isa::zero()) acc[NR][MR];
-  float mins[NR][MR] = {};
+  decltype(Isa::zero_scales()) mins[NR][MR];
   for (int a = 0; a < NR; ++a)
-    for (int b = 0; b < MR; ++b) acc[a][b] = Isa::zero();
+    for (int b = 0; b < MR; ++b) acc[a][b] = Isa::zero(), mins[a][b] = Isa::zero_scales();
   for (int kb = 0; kb < blocks; ++kb) {
-    const BlockQ8Input* xb[MR];
     decltype(Isa::inputs(*x)) xv[MR];
+    decltype(Isa::input_scales(*x)) xs[MR];
     for (int b = 0; b < MR; ++b) {
-      xb[b] = x + static_cast<long>(m + b) * blocks + kb;
-      xv[b] = Isa::inputs(*xb[b]);
+      const BlockQ8Input& xb = x[static_cast<long>(m + b) * blocks + kb];
+      xv[b] = Isa::inputs(xb);
+      xs[b] = Isa::input_scales(xb);
     }
+    const bool fetch = prefetch && kb % kPrefetchBlocks == 0;
     for (int a = 0; a < NR; ++a) {
       const Block& wb = *w.at(n + a, kb * kQuantBlock).block;
-      if (prefetch)
+      if (fetch)
         _mm_prefetch(static_cast<const char*>(w.address(n + a + kPrefetchRows, kb * kQuantBlock)), _MM_HINT_T2);
-      const float d = Isa::f16(wb.d);
+      const auto ws = Isa::weight_scales(wb);
       for (int b = 0; b < MR; ++b) {
-        acc[a][b] = Isa::fma(acc[a][b], block_dot<Isa>(wb, xv[b]), d * xb[b]->d);
-        if constexpr (kHasMin) mins[a][b] += Isa::f16(wb.m) * xb[b]->s;
+        const auto scales = Isa::mul(ws, xs[b]);  // [d_w·d_x, m·s, ...]
+        acc[a][b] = Isa::fma(acc[a][b], block_dot<Isa>(wb, xv[b]), scales);
+        if constexpr (kHasMin) mins[a][b] = Isa::add(mins[a][b], scales);
       }
     }
   }
   for (int a = 0; a < NR; ++a)
-    for (int b = 0; b < MR; ++b) out[static_cast<long>(m + b) * N + n + a] = Isa::reduce(acc[a][b]) + mins[a][b];
+    for (int b = 0; b < MR; ++b)
+      out[static_cast<long>(m + b) * N + n + a] = Isa::reduce(acc[a][b]) + (kHasMin ? Isa::second(mins[a][b]) : 0.0f);
 }
 
 /// One block of NR weight rows against all M inputs; only the last tile prefetches rows ahead (kPrefetchRows).
