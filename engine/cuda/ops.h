@@ -172,4 +172,16 @@ void attention_naive(float* out, const float* q, std::size_t q_stride, const Att
  */
 void argmax_rows(std::int32_t* out, const float* x, int R, int n);
 
+/**
+ * @brief out = x · Wᵀ for quantized weights (gemv_blocks.cu): the decode GEMV
+ *        on Q8_0, Q4_0 or Q4_1 blocks, each weight widened in registers by
+ *        core/quant.h's dequantize() and multiplied in f32 (for the small M
+ *        of decode; a long prefill would rather widen tiles for cuBLAS).
+ * @param out [M, N] f32, overwritten.
+ * @param x   [M, K] f32 rows in device memory.
+ * @param w   [N, K] blocks in device memory (K a multiple of 32).
+ * @throws Error for another dtype or shape.
+ */
+void matmul_blocks(float* out, const float* x, const Tensor& w, int M);
+
 }  // namespace servelab::cuda

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/quant.h"
 #include "core/thread_pool.h"
 #include "cuda/gemm.h"
 #include "cuda/ops.h"
@@ -203,6 +204,26 @@ TEST_CASE("GEMM through cuBLAS: f32, bf16 and f16 weights against a CPU referenc
         out = poisoned(outputs);
         gemm.matmul(out.as<float>(), dx.as<const float>(), w_dev, M);
         CHECK(all_close(on_host(out), ref16, kGemmAtol, kGemmRtol, outputs));
+      }
+    }
+}
+
+TEST_CASE("GEMV on Q8_0, Q4_0 and Q4_1 blocks matches a double loop over the dequantized weights", "[gpu][ops][gemm]") {
+  ThreadPool pool(2);
+  for (int M : {1, 3, 9})
+    for (auto [N, K] : {std::pair{33, 64}, std::pair{576, 1536}}) {
+      const auto x = random_floats(static_cast<std::size_t>(M) * K, M + K);
+      const Tensor w32 = host_matrix(random_floats(static_cast<std::size_t>(N) * K, N), N, K, DType::F32);
+      for (DType d : {DType::Q8_0, DType::Q4_0, DType::Q4_1}) {
+        DYNAMIC_SECTION(dtype_name(d) << " M " << M << " N " << N << " K " << K) {
+          // A double loop over the values dequantize() gives (the CPU's widening kernels multiply the same).
+          const Tensor q = convert(w32, d, pool), dq = convert(q, DType::F32, pool);
+          const std::vector<float> wv(dq.as<const float>(), dq.as<const float>() + dq.numel());
+          const std::vector<double> want = reference_gemm(x, wv, M, N, K, round_bf16_off);
+          Tensor out = poisoned(want.size());
+          cuda::matmul_blocks(out.as<float>(), on_device(x).as<const float>(), cuda::to_device(q), M);
+          CHECK(all_close(on_host(out), want, kGemmAtol, kGemmRtol, want.size()));
+        }
       }
     }
 }
