@@ -5,8 +5,16 @@
 # nothing needs GitHub), installs its gguf-py into a venv, and builds the
 # named targets CPU-only with -march=native (GGML_NATIVE).
 #
-# Needs: work (a folder), version (llama-cpp-python's), and the targets as
-# arguments of llamacpp_build. Sets: src (the llama.cpp tree), llama_bin (its build/bin).
+# Sourcing it also reads what both scripts take: rounds (their argument, 1-99,
+# default 3), work (WORK, default build/llamacpp) and version
+# (LLAMA_CPP_PYTHON_VERSION, default 0.3.36); the caller sets root first.
+# llamacpp_build TARGET... then sets src (the llama.cpp tree) and llama_bin (its build/bin).
+rounds="${1:-3}"
+[[ "$rounds" =~ ^[1-9][0-9]?$ ]] || { echo "$(basename "$0"): error: rounds must be 1-99, got '$rounds'" >&2; exit 1; }
+work="${WORK:-$root/build/llamacpp}"
+version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
+mkdir -p "$work"
+
 llamacpp_build() {
   src="$work/llama_cpp_python-$version/vendor/llama.cpp"
   llama_bin="$src/build/bin"

@@ -20,18 +20,12 @@
 #              SERVELAB_BUILD (default build).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-rounds="${1:-3}"
-[[ "$rounds" =~ ^[1-9][0-9]?$ ]] || { echo "llamacpp_gguf_decode.sh: error: rounds must be 1-99, got '$rounds'" >&2; exit 1; }
-work="${WORK:-$root/build/llamacpp}"
-version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
+source "$root/tools/llamacpp_build.sh"  # rounds, work, version; llamacpp_build
 servelab="${SERVELAB_BUILD:-$root/build}/apps/servelab"
 model="$root/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 say() { echo "llamacpp_gguf_decode.sh: $*" >&2; }
 [ -x "$servelab" ] || { say "error: $servelab not found (cmake --build build)"; exit 1; }
 [ -f "$model" ] || { say "error: $model not found (bash scripts/get-model.sh)"; exit 1; }
-mkdir -p "$work"
-
-source "$root/tools/llamacpp_build.sh"
 llamacpp_build llama-bench llama-quantize
 
 # The same weights in the other types, written by llama.cpp's own tool (requantized from Q4_1's values).

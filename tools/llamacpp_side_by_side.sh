@@ -17,17 +17,12 @@
 #              LLAMA_CPP_PYTHON_VERSION (default 0.3.36), SERVELAB_BUILD (default build).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-rounds="${1:-3}"
-[[ "$rounds" =~ ^[1-9][0-9]?$ ]] || { echo "llamacpp_side_by_side.sh: error: rounds must be 1-99, got '$rounds'" >&2; exit 1; }
-work="${WORK:-$root/build/llamacpp}"
-version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
+source "$root/tools/llamacpp_build.sh"  # rounds, work, version; llamacpp_build
 bench="${SERVELAB_BUILD:-$root/build}/bench/bench_cpu_speed"
 say() { echo "llamacpp_side_by_side.sh: $*" >&2; }
 [ -x "$bench" ] || { say "error: $bench not found (cmake --build build --target bench_cpu_speed)"; exit 1; }
-mkdir -p "$work"
 
-# 1. llama.cpp's source and its llama-bench (tools/llamacpp_build.sh).
-source "$root/tools/llamacpp_build.sh"
+# 1. llama.cpp's source and its llama-bench.
 llamacpp_build llama-bench
 llama_bench="$llama_bin/llama-bench"
 

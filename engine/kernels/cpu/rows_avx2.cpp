@@ -55,7 +55,7 @@ struct MaddubsDot {
 
 void rows_int8_avx2(float* out, const BlockQ8Input* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
                     int n1) {
-  tiling::rows_int8<Int8Blocks256<MaddubsDot, 2>>(out, x, w, w_dtype, M, N, K, n0, n1);
+  tiling::rows_any<Int8Blocks256<MaddubsDot, 2>>(out, x, w, w_dtype, M, N, K, n0, n1);
 }
 
 void rows_avx2(float* out, const float* x, const void* w, DType w_dtype, int M, int N, int K, int n0, int n1) {

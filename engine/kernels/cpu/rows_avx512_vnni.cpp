@@ -21,7 +21,7 @@ struct VnniDot {
 
 void rows_int8_avx512_vnni(float* out, const BlockQ8Input* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
                            int n1) {
-  tiling::rows_int8<Int8Blocks256<VnniDot, 4>>(out, x, w, w_dtype, M, N, K, n0, n1);
+  tiling::rows_any<Int8Blocks256<VnniDot, 4>>(out, x, w, w_dtype, M, N, K, n0, n1);
 }
 
 }  // namespace servelab::cpu

@@ -29,6 +29,7 @@
 #include <xmmintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/quant.h"
 
@@ -271,29 +272,19 @@ inline void rows(float* out, const X* x, const W& w, int M, int N, int K, int n0
 }
 
 /**
- * @brief rows() over f32 inputs and weights of @p w_dtype: f32, bf16 (uint16
- *        bits) and, where the policy loads their blocks, Q8_0, Q4_0 and Q4_1.
+ * @brief rows() over inputs @p x and weights of @p w_dtype: f32 inputs with f32,
+ *        bf16 (uint16 bits) or, where the policy loads their blocks, Q8_0, Q4_0
+ *        and Q4_1 weights; inputs rounded to 8 bits (BlockQ8Input) with the
+ *        blocks alone, for the integer tile().
  */
-template <typename Isa>
-inline void rows_any(float* out, const float* x, const void* w, DType w_dtype, int M, int N, int K, int n0, int n1) {
-  switch (w_dtype) {
-    case DType::F32: return rows<Isa>(out, x, PlainRows<float>{static_cast<const float*>(w), K}, M, N, K, n0, n1);
-    case DType::BF16:
+template <typename Isa, typename X>
+inline void rows_any(float* out, const X* x, const void* w, DType w_dtype, int M, int N, int K, int n0, int n1) {
+  if constexpr (std::is_same_v<X, float>) {
+    if (w_dtype == DType::F32)
+      return rows<Isa>(out, x, PlainRows<float>{static_cast<const float*>(w), K}, M, N, K, n0, n1);
+    if (w_dtype == DType::BF16)
       return rows<Isa>(out, x, PlainRows<std::uint16_t>{static_cast<const std::uint16_t*>(w), K}, M, N, K, n0, n1);
-    case DType::Q8_0:
-      return rows<Isa>(out, x, BlockRows<BlockQ8_0>{static_cast<const BlockQ8_0*>(w), K}, M, N, K, n0, n1);
-    case DType::Q4_0:
-      return rows<Isa>(out, x, BlockRows<BlockQ4_0>{static_cast<const BlockQ4_0*>(w), K}, M, N, K, n0, n1);
-    case DType::Q4_1:
-      return rows<Isa>(out, x, BlockRows<BlockQ4_1>{static_cast<const BlockQ4_1*>(w), K}, M, N, K, n0, n1);
-    case DType::F16: break;
   }
-}
-
-/// rows() over inputs rounded to 8 bits and quantized weights of @p w_dtype (Q8_0, Q4_0 or Q4_1): the integer tile().
-template <typename Isa>
-inline void rows_int8(float* out, const BlockQ8Input* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
-                      int n1) {
   switch (w_dtype) {
     case DType::Q8_0:
       return rows<Isa>(out, x, BlockRows<BlockQ8_0>{static_cast<const BlockQ8_0*>(w), K}, M, N, K, n0, n1);
