@@ -12,6 +12,7 @@
  * @see labs/02_kv_cache/README.md
  */
 #include <algorithm>
+#include <iostream>
 #include <tuple>
 
 #include "core/error.h"
@@ -71,6 +72,11 @@ int main(int argc, char** argv) {
       record_configuration(report, run, lab, base, config);
     const SpeedRuns speed = speed_table(*model, o, no_cache, kv_cache, token_counts, prompt, fast_reductions);
     report.add_table(speed.table);
+    if (lab_prompt.tokenizer && !speed.longest_on.empty()) {  // a real model: what both paths wrote, as text
+      const std::string text = lab_prompt.tokenizer->decode(speed.longest_on.front().output_ids, true);
+      std::cout << "Generated text (the same with and without the cache):\n\n> " << text << "\n\n";
+      report.setting("generated text", text);
+    }
 
     // 2. The work the cache removes, step by step, for the longest run.
     const int n = token_counts.back();
