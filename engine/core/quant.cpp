@@ -64,6 +64,12 @@ void quantize_blocks(const float* src, void* dst, std::int64_t n) {
   for (std::int64_t b = 0; b < n / kQuantBlock; ++b) quantize_block(src + b * kQuantBlock, blocks[b]);
 }
 
+template <typename Block>
+void dequantize_blocks(const Block* blocks, float* out, std::int64_t n) {
+  for (std::int64_t b = 0; b < n / kQuantBlock; ++b)
+    for (int j = 0; j < kQuantBlock; ++j) out[b * kQuantBlock + j] = dequantize(blocks[b], j);
+}
+
 }  // namespace
 
 float element_at(DType dtype, const void* row, std::int64_t k) {
@@ -79,11 +85,15 @@ float element_at(DType dtype, const void* row, std::int64_t k) {
 }
 
 void dequantize_row(DType dtype, const void* src, float* out, std::int64_t n) {
-  if (dtype == DType::F32) {
-    std::memcpy(out, src, static_cast<std::size_t>(n) * sizeof(float));
-    return;
+  switch (dtype) {
+    case DType::F32: std::memcpy(out, src, static_cast<std::size_t>(n) * sizeof(float)); return;
+    // A block at a time, so the loop over its 32 elements has no dtype switch in it (prefill widens tiles with it).
+    case DType::Q8_0: return dequantize_blocks(static_cast<const BlockQ8_0*>(src), out, n);
+    case DType::Q4_0: return dequantize_blocks(static_cast<const BlockQ4_0*>(src), out, n);
+    case DType::Q4_1: return dequantize_blocks(static_cast<const BlockQ4_1*>(src), out, n);
+    default:
+      for (std::int64_t k = 0; k < n; ++k) out[k] = element_at(dtype, src, k);
   }
-  for (std::int64_t k = 0; k < n; ++k) out[k] = element_at(dtype, src, k);
 }
 
 void quantize_row(DType dtype, const float* src, void* dst, std::int64_t n) {
