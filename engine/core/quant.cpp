@@ -117,9 +117,10 @@ void quantize_inputs(const float* x, BlockQ8Input* out, std::int64_t n) {
     const float d = amax / 127.0f, inverse = d != 0.0f ? 1.0f / d : 0.0f;
     int sum = 0;
     for (int j = 0; j < kQuantBlock; ++j) {
-      // lround's rounding (half away from zero) without the library call, which kept this loop scalar:
-      // |v| <= 127.5, so the truncation and the fraction are exact. A NaN input becomes 0.
-      const float v = xb[j] * inverse == xb[j] * inverse ? xb[j] * inverse : 0.0f;
+      // lround's rounding (half away from zero) without the library call, which kept this loop scalar. The
+      // clamp keeps the cast defined where 1 / d overflowed (a block of subnormals); a NaN input becomes 0.
+      const float scaled = xb[j] * inverse;
+      const float v = scaled == scaled ? std::clamp(scaled, -127.0f, 127.0f) : 0.0f;
       const int whole = static_cast<int>(v);
       const float fraction = v - static_cast<float>(whole);
       const int q = whole + (fraction >= 0.5f) - (fraction <= -0.5f);

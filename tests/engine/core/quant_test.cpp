@@ -120,6 +120,13 @@ TEST_CASE("inputs rounded to 8 bits per block stay within half a step, with the 
   }
   CHECK(q[1].d == 0.0f);
   CHECK(std::all_of(std::begin(q[1].qs), std::end(q[1].qs), [](std::int8_t v) { return v == 0; }));
+  // A block of subnormals, whose 1 / d overflows to infinity: still within ±127 (and no undefined cast).
+  std::vector<float> tiny(32, 1e-40f);
+  tiny[3] = -1e-40f;
+  BlockQ8Input t;
+  quantize_inputs(tiny.data(), &t, 32);
+  CHECK(t.qs[0] == 127);
+  CHECK(t.qs[3] == -127);
 }
 
 namespace {
