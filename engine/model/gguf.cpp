@@ -22,20 +22,15 @@ namespace {
 // The largest dimension count ggml tensors have.
 constexpr std::uint32_t kMaxDims = 4;
 
-// Elements and bytes of one block of a ggml type (1 element for the plain float types).
-struct BlockShape {
-  std::int64_t elements;
-  std::int64_t bytes;
-};
-
-BlockShape block_shape(GgmlType t) {
+// The engine's name for a ggml type (the loader refuses the others when parsing).
+DType dtype_of(GgmlType t) {
   switch (t) {
-    case GgmlType::F32: return {1, 4};
-    case GgmlType::F16:
-    case GgmlType::BF16: return {1, 2};
-    case GgmlType::Q4_0: return {32, 18};  // f16 scale, 16 bytes of nibbles
-    case GgmlType::Q4_1: return {32, 20};  // f16 scale, f16 minimum, 16 bytes of nibbles
-    case GgmlType::Q8_0: return {32, 34};  // f16 scale, 32 int8
+    case GgmlType::F32: return DType::F32;
+    case GgmlType::F16: return DType::F16;
+    case GgmlType::BF16: return DType::BF16;
+    case GgmlType::Q8_0: return DType::Q8_0;
+    case GgmlType::Q4_0: return DType::Q4_0;
+    case GgmlType::Q4_1: return DType::Q4_1;
   }
   fail("unreachable ggml type");
 }
@@ -248,12 +243,13 @@ GgufContents parse_gguf(const std::byte* bytes, std::size_t size, const std::str
     const std::uint64_t offset = in.read<std::uint64_t>("a tensor offset");
     check(offset % g.alignment == 0, file, ": tensor '", t.name, "' starts at offset ", offset,
           ", which is not a multiple of the alignment ", g.alignment);
-    const BlockShape b = block_shape(t.type);
-    check(t.ne[0] % b.elements == 0, file, ": tensor '", t.name, "' has rows of ", t.ne[0],
-          " elements, not a multiple of ", ggml_type_name(static_cast<std::uint32_t>(t.type)), "'s block of ",
-          b.elements);
+    const DType dtype = dtype_of(t.type);  // its blocks' elements and bytes (core/dtype.h)
+    const std::int64_t block = dtype_block_elements(dtype);
+    check(t.ne[0] % block == 0, file, ": tensor '", t.name, "' has rows of ", t.ne[0], " elements, not a multiple of ",
+          ggml_type_name(static_cast<std::uint32_t>(t.type)), "'s block of ", block);
     // A checked product, so that dimensions whose product wraps cannot match a small span.
-    std::optional<std::int64_t> nbytes = checked_mul(t.ne[0] / b.elements, b.bytes);
+    std::optional<std::int64_t> nbytes =
+        checked_mul(t.ne[0] / block, static_cast<std::int64_t>(dtype_block_bytes(dtype)));
     for (std::size_t d = 1; d < t.ne.size() && nbytes; ++d) nbytes = checked_mul(*nbytes, t.ne[d]);
     check(nbytes.has_value(), file, ": tensor '", t.name, "' has more elements than any file holds");
     t.nbytes = static_cast<std::size_t>(*nbytes);
@@ -390,19 +386,6 @@ ModelConfig gguf_config(const GgufContents& g, const std::string& file) {
 }
 
 namespace {
-
-// The engine's name for a ggml type (the loader refuses the others when parsing).
-DType dtype_of(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return DType::F32;
-    case GgmlType::F16: return DType::F16;
-    case GgmlType::BF16: return DType::BF16;
-    case GgmlType::Q8_0: return DType::Q8_0;
-    case GgmlType::Q4_0: return DType::Q4_0;
-    case GgmlType::Q4_1: return DType::Q4_1;
-  }
-  fail("unreachable ggml type");
-}
 
 // True when every f16 scale (and Q4_1 minimum) of a quantized tensor is finite: then so is every element.
 bool finite_scales(DType dtype, const std::byte* data, std::size_t nbytes) {
