@@ -3,12 +3,14 @@
 # Sourced by the llama.cpp side-by-side scripts: fetches llama.cpp's source
 # from PyPI (the llama-cpp-python sdist vendors a pinned llama.cpp tree, so
 # nothing needs GitHub), installs its gguf-py into a venv, and builds the
-# named targets CPU-only with -march=native (GGML_NATIVE).
+# named targets CPU-only with -march=native (GGML_NATIVE); the server is
+# configured too, so llama-server is one of the targets a caller may name.
 #
 # Sourcing it also reads what both scripts take: rounds (their argument, 1-99,
 # default 3), work (WORK, default build/llamacpp) and version
 # (LLAMA_CPP_PYTHON_VERSION, default 0.3.36); the caller sets root first.
-# llamacpp_build TARGET... then sets src (the llama.cpp tree) and llama_bin (its build/bin).
+# llamacpp_build TARGET... then sets src (the llama.cpp tree) and llama_bin (its build/bin);
+# smollm2_files (after llamacpp_build llama-quantize) fills smollm2[f32|bf16|q8_0|q4_1].
 rounds="${1:-3}"
 [[ "$rounds" =~ ^[1-9][0-9]?$ ]] || { echo "$(basename "$0"): error: rounds must be 1-99, got '$rounds'" >&2; exit 1; }
 work="${WORK:-$root/build/llamacpp}"
@@ -29,7 +31,21 @@ llamacpp_build() {
   for target in "$@"; do [ -x "$llama_bin/$target" ] || missing+=("$target"); done
   if ((${#missing[@]})); then
     cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
-      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >&2
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >&2
     cmake --build "$src/build" -j"$(nproc)" --target "${missing[@]}" >&2
   fi
+}
+
+# SmolLM2-135M-Instruct (scripts/get-model.sh) as the Q4_1 it ships and as Q8_0, bf16 and f32 files
+# written from it by llama.cpp's own tool (requantized from Q4_1's values), so both sides load one file.
+declare -A smollm2
+smollm2_files() {
+  smollm2[q4_1]="$root/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+  [ -f "${smollm2[q4_1]}" ] || { echo "error: ${smollm2[q4_1]} not found (bash scripts/get-model.sh)" >&2; exit 1; }
+  local type t
+  for type in Q8_0 BF16 F32; do
+    t="${type,,}"
+    smollm2[$t]="$work/SmolLM2-135M-Instruct.$type.gguf"
+    [ -f "${smollm2[$t]}" ] || "$llama_bin/llama-quantize" --allow-requantize "${smollm2[q4_1]}" "${smollm2[$t]}" "$type" >/dev/null 2>&1
+  done
 }

@@ -22,19 +22,10 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/tools/llamacpp_build.sh"  # rounds, work, version; llamacpp_build
 servelab="${SERVELAB_BUILD:-$root/build}/apps/servelab"
-model="$root/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 say() { echo "llamacpp_gguf_decode.sh: $*" >&2; }
 [ -x "$servelab" ] || { say "error: $servelab not found (cmake --build build)"; exit 1; }
-[ -f "$model" ] || { say "error: $model not found (bash scripts/get-model.sh)"; exit 1; }
 llamacpp_build llama-bench llama-quantize
-
-# The same weights in the other types, written by llama.cpp's own tool (requantized from Q4_1's values).
-declare -A file=([q4_1]="$model")
-for type in Q8_0 BF16 F32; do
-  t="${type,,}"
-  file[$t]="$work/SmolLM2-135M-Instruct.$type.gguf"
-  [ -f "${file[$t]}" ] || "$llama_bin/llama-quantize" --allow-requantize "$model" "${file[$t]}" "$type" >/dev/null 2>&1
-done
+smollm2_files
 
 out="$work/gguf-rounds"
 rm -rf "$out" && mkdir -p "$out"
@@ -42,11 +33,11 @@ for r in $(seq 1 "$rounds"); do
   for t in f32 bf16 q8_0 q4_1; do
     say "round $r/$rounds: $t"
     # -p 0: token generation only (prompt processing is not compared here).
-    "$llama_bin/llama-bench" -m "${file[$t]}" -p 0 -n 64 -t 1,2 -r 2 -o json >"$out/llamacpp-$t-$r.json" 2>/dev/null
+    "$llama_bin/llama-bench" -m "${smollm2[$t]}" -p 0 -n 64 -t 1,2 -r 2 -o json >"$out/llamacpp-$t-$r.json" 2>/dev/null
     for threads in 1 2; do
       for dtype in gguf gguf-math; do
         case "$t:$dtype" in f32:gguf-math | bf16:gguf-math) continue ;; esac
-        "$servelab" generate --model "${file[$t]}" --dtype "$dtype" --threads "$threads" --prompt-len 16 \
+        "$servelab" generate --model "${smollm2[$t]}" --dtype "$dtype" --threads "$threads" --prompt-len 16 \
           --max-new-tokens 64 2>/dev/null | grep -o "TPOT [0-9.]* ms" >"$out/servelab-$t-$dtype-$threads-$r.txt"
       done
     done

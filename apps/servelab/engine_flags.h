@@ -23,6 +23,10 @@ namespace servelab::cli {
 
 /// The flags' values: the model flags every command takes, and the engine's.
 struct EngineFlags : ModelFlags {
+  /// Serving runs lab 05's kernels, flash prefill and split-K decode (vLLM serves with FlashAttention):
+  /// the naive decode loop they replace took a quarter of a 16-stream step (tools/serve_breakdown.sh),
+  /// and lab 05's serving check shows they change no greedy token.
+  EngineFlags() { attention = "flash"; }
   int max_num_seqs = 16;                ///< --max-num-seqs
   int max_num_batched_tokens = 2048;    ///< --max-num-batched-tokens
   bool enable_chunked_prefill = false;  ///< --enable-chunked-prefill

@@ -106,6 +106,8 @@ class Model {
   const ModelOptions& options() const { return options_; }
   /// Threads its kernels run on (the caller's included).
   int num_threads() const { return pool_->num_threads(); }
+  /// Those threads, for work beside the model's between two forward() calls (the engine samples its rows on them).
+  ThreadPool& pool() const { return *pool_; }
   /// FLOPs and bytes of every op of every forward() call while counting is enabled (off by default).
   WorkCounter& work_counter() { return counter_; }
 

@@ -242,8 +242,12 @@ std::vector<RequestOutput> Engine::step() {
         const std::vector<float> logits = model_->forward(batch, *cache_);
         const double sample_start = now_seconds();
         const auto V = static_cast<std::size_t>(model_->config().vocab_size);
-        for (std::size_t i = 0; i < sampling.size(); ++i)
-          tokens.push_back(sampling[i]->sampler.sample(std::span(logits).subspan(i * V, V)));
+        // Each request draws from its own sampler, so the rows may go to any thread in any order.
+        tokens.assign(sampling.size(), 0);
+        model_->pool().parallel_for(sampling.size(), [&](std::size_t r0, std::size_t r1) {
+          for (std::size_t i = r0; i < r1; ++i)
+            tokens[i] = sampling[i]->sampler.sample(std::span(logits).subspan(i * V, V));
+        });
         last_.sample_seconds = now_seconds() - sample_start;
       }
       const double t2 = now_seconds();

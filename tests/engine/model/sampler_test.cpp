@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Greedy is argmax; top-k / top-p / temperature follow their definitions;
 // a seed reproduces a stream.
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
+#include <random>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "model/sampler.h"
 #include "test_util.h"
 
@@ -84,4 +88,61 @@ TEST_CASE("invalid sampling parameters name the flag", "[sampler][bad-input]") {
   REQUIRE_ERROR_MENTIONS(Sampler({1.0f, -2, 1.0f, 0}), "--top-k");
   REQUIRE_ERROR_MENTIONS(Sampler({1.0f, 0, 1.5f, 0}), "--top-p");
   REQUIRE_ERROR_MENTIONS(Sampler({1.0f, 0, 0.0f, 0}), "--top-p");
+}
+
+namespace {
+
+// The sampler's definition, step by step over the whole vocabulary sorted: what the ranking made
+// only as far as the draw reads must reproduce, draw for draw, from the same seed.
+struct SortedReference {
+  SamplingParams params;
+  std::mt19937_64 rng{params.seed};
+  std::int32_t sample(const std::vector<float>& logits) {
+    std::vector<std::int32_t> ids(logits.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    std::sort(ids.begin(), ids.end(), [&](std::int32_t a, std::int32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    std::size_t keep = params.top_k > 0 ? std::min<std::size_t>(params.top_k, ids.size()) : ids.size();
+    std::vector<double> probs(keep);
+    double sum = 0.0;
+    for (std::size_t i = 0; i < keep; ++i)
+      sum += probs[i] = std::exp((logits[ids[i]] - logits[ids[0]]) / static_cast<double>(params.temperature));
+    for (auto& p : probs) p /= sum;
+    double mass = 1.0;
+    if (params.top_p < 1.0f) {
+      mass = 0.0;
+      std::size_t n = 0;
+      while (n < keep && mass < params.top_p) mass += probs[n++];
+      keep = n;
+    }
+    const double u = unit_double(rng());
+    double cdf = 0.0;
+    for (std::size_t i = 0; i < keep; ++i)
+      if (u < (cdf += probs[i] / mass)) return ids[i];
+    return ids[keep - 1];
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ranking only as far as the draw reads gives the fully sorted definition's tokens", "[sampler]") {
+  // 49,152 ids as SmolLM2's vocabulary; a hot temperature flattens the distribution so draws land
+  // thousands of ranks deep and the ranking must grow past its first passes.
+  std::vector<float> logits = test::random_floats(49152, 17);
+  for (float& l : logits) l *= 8.0f;  // a spread of logits like a model's: T = 1 is peaked, T = 200 nearly flat
+  for (std::size_t i = 0; i < logits.size(); i += 97) logits[i] = logits[i / 2];  // equal logits: ties by id
+  for (const SamplingParams params :
+       {SamplingParams{1.0f, 0, 1.0f, 3}, SamplingParams{20.0f, 0, 1.0f, 4}, SamplingParams{200.0f, 0, 0.95f, 5},
+        SamplingParams{0.7f, 40, 0.9f, 6}, SamplingParams{50.0f, 30000, 1.0f, 7}}) {
+    Sampler fast(params);
+    SortedReference reference{params};
+    int deep = 0;
+    for (int i = 0; i < 100; ++i) {
+      const std::int32_t want = reference.sample(logits);
+      REQUIRE(fast.sample(logits) == want);
+      deep += std::count_if(logits.begin(), logits.end(), [&](float l) { return l > logits[want]; }) >= 512;
+    }
+    if (params.temperature >= 20.0f) CHECK(deep > 30);  // the test reached past the first two passes
+  }
 }
