@@ -6,7 +6,7 @@
 # named targets CPU-only with -march=native (GGML_NATIVE); the server is
 # configured too, so llama-server is one of the targets a caller may name.
 #
-# Sourcing it also reads what both scripts take: rounds (their argument, 1-99,
+# Sourcing it also reads what these scripts take: rounds (their argument, 1-99,
 # default 3), work (WORK, default build/llamacpp) and version
 # (LLAMA_CPP_PYTHON_VERSION, default 0.3.36); the caller sets root first.
 # llamacpp_build TARGET... then sets src (the llama.cpp tree) and llama_bin (its build/bin);

@@ -21,14 +21,14 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 say() { echo "serve_breakdown.sh: $*" >&2; }
+source "$root/tools/aiperf_chat.sh"  # smollm2_dtype, wait_ready, aiperf_chat
 type="${1:-f32}"
 servelab="${SERVELAB_BUILD:-$root/build}/apps/servelab"
 work="${WORK:-$root/build/llamacpp}"
 streams="${STREAMS:-1 4 16}" threads="${THREADS:-2}" isl="${ISL:-128}" osl="${OSL:-128}"
 case "$type" in
-  f32 | bf16) dtype=gguf model="$work/SmolLM2-135M-Instruct.${type^^}.gguf" ;;
-  q8_0) dtype=gguf-math model="$work/SmolLM2-135M-Instruct.Q8_0.gguf" ;;
-  q4_1) dtype=gguf-math model="$root/models/SmolLM2-135M-Instruct.Q4_1.gguf" ;;
+  f32 | bf16 | q8_0) model="$work/SmolLM2-135M-Instruct.${type^^}.gguf" ;;  # written by serving_side_by_side.sh
+  q4_1) model="$root/models/SmolLM2-135M-Instruct.Q4_1.gguf" ;;
   *) say "error: TYPE '$type' is not one of f32 bf16 q8_0 q4_1"; exit 1 ;;
 esac
 for n in "$threads" "$isl" "$osl" $streams; do
@@ -46,21 +46,14 @@ port=18531
 for c in $streams; do
   port=$((port + 1))
   # shellcheck disable=SC2086  # SERVE_FLAGS is a list of flags
-  "$servelab" serve --model "$model" --dtype "$dtype" --threads "$threads" --port "$port" --served-model-name smollm2 \
+  "$servelab" serve --model "$model" --dtype "$(smollm2_dtype "$type")" --threads "$threads" --port "$port" --served-model-name smollm2 \
     --max-num-seqs 16 --trace "$out/trace-$c.json" ${SERVE_FLAGS:-} >"$out/server-$c.log" 2>&1 &
   pid=$!
-  until curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1; do
-    kill -0 "$pid" 2>/dev/null || { say "error: serve did not start:"; tail -3 "$out/server-$c.log" >&2; exit 1; }
-    sleep 0.2
-  done
+  wait_ready serve "$port" "$pid" "$out/server-$c.log"
   say "$type, $c streams"
   perf record -q -F 499 -p "$pid" -o "$out/perf-$c.data" 2>"$out/perf-$c.log" &
   perf_pid=$!
-  "$aiperf" profile --model smollm2 --url "http://127.0.0.1:$port" --endpoint-type chat --streaming \
-    --tokenizer "$tokenizer" --use-server-token-count --no-server-metrics --isl "$isl" --isl-stddev 0 --osl "$osl" \
-    --extra-inputs ignore_eos:true --concurrency "$c" --request-rate 20 --request-count $((c < 3 ? 6 : 2 * c)) \
-    --warmup-request-count 1 --random-seed $((100 + c)) --ui none --artifact-dir "$out/aiperf-$c" >"$out/aiperf-$c.log" 2>&1 ||
-    { say "error: aiperf failed, see $out/aiperf-$c.log"; kill "$pid" "$perf_pid"; exit 1; }
+  aiperf_chat "$port" "$c" $((100 + c)) "$out/aiperf-$c" || { kill "$pid" "$perf_pid"; exit 1; }
   kill -INT "$perf_pid"
   wait "$perf_pid" || true
   kill "$pid"

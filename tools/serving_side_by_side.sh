@@ -33,6 +33,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 set -- "${1:-1}"
 source "$root/tools/llamacpp_build.sh"  # rounds, work, version; llamacpp_build, smollm2_files
+source "$root/tools/aiperf_chat.sh"     # smollm2_dtype, wait_ready, aiperf_chat
 say() { echo "serving_side_by_side.sh: $*" >&2; }
 servelab="${SERVELAB_BUILD:-$root/build}/apps/servelab"
 types="${TYPES:-f32 bf16}" streams="${STREAMS:-1 4 16}" modes="${MODES:-off on shared}"
@@ -50,8 +51,8 @@ done
 
 llamacpp_build llama-server llama-quantize
 smollm2_files
-aiperf_venv="$work/aiperf-venv"
-[ -x "$aiperf_venv/bin/aiperf" ] || { python3 -m venv "$aiperf_venv" && "$aiperf_venv/bin/pip" install -q aiperf gguf; }
+aiperf_venv="$work/aiperf-venv" aiperf="$work/aiperf-venv/bin/aiperf"
+[ -x "$aiperf" ] || { python3 -m venv "$aiperf_venv" && "$aiperf_venv/bin/pip" install -q aiperf gguf; }
 tokenizer="$work/smollm2-tokenizer"
 [ -f "$tokenizer/tokenizer.json" ] ||
   "$aiperf_venv/bin/python" "$root/tools/gguf_tokenizer_json.py" "${smollm2[q4_1]}" "$tokenizer" >&2
@@ -70,10 +71,9 @@ start_server() {
   local side="$1" t="$2" mode="$3" log="$4"
   port=$((port + 1))
   if [ "$side" = servelab ]; then
-    local dtype=gguf cache=()
-    case "$t" in q8_0 | q4_1) dtype=gguf-math ;; esac
+    local cache=()
     [ "$mode" = off ] && cache=(--no-enable-prefix-caching)
-    "$servelab" serve --model "${smollm2[$t]}" --dtype "$dtype" --threads "$threads" --port "$port" \
+    "$servelab" serve --model "${smollm2[$t]}" --dtype "$(smollm2_dtype "$t")" --threads "$threads" --port "$port" \
       --served-model-name smollm2 --max-num-seqs "$max_streams" "${cache[@]}" >"$log" 2>&1 &
   else
     # One slot per stream, each long enough for the longest prompt and its output.
@@ -81,13 +81,7 @@ start_server() {
       -c $((max_streams * (isl + osl + shared + 128))) --port "$port" --alias smollm2 --no-webui >"$log" 2>&1 &
   fi
   pid=$!
-  for _ in $(seq 1 600); do
-    curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1 && return 0
-    kill -0 "$pid" 2>/dev/null || { say "error: $side did not start; its log:"; tail -5 "$log" >&2; exit 1; }
-    sleep 0.2
-  done
-  say "error: $side did not answer on port $port within 120 s"
-  exit 1
+  wait_ready "$side" "$port" "$pid" "$log"
 }
 
 seed=1
@@ -101,16 +95,11 @@ for r in $(seq 1 "$rounds"); do
         for c in $streams; do
           seed=$((seed + 1))
           say "round $r/$rounds, $mode, $t, $side, $c streams"
-          extra=(--extra-inputs ignore_eos:true)
+          extra=()
           [ "$side:$mode" = llama:off ] && extra+=(--extra-inputs cache_prompt:false)
           [ "$mode" = shared ] && extra+=(--shared-system-prompt-length "$shared")
           uptime >"$dir/uptime-$c.txt"
-          # --request-rate keeps aiperf's credit loop on a timer (its pure concurrency mode spins a core).
-          "$aiperf_venv/bin/aiperf" profile --model smollm2 --url "http://127.0.0.1:$port" --endpoint-type chat \
-            --streaming --tokenizer "$tokenizer" --use-server-token-count --no-server-metrics --isl "$isl" --isl-stddev 0 --osl "$osl" \
-            "${extra[@]}" --concurrency "$c" --request-rate 20 --request-count $((c < 3 ? 6 : 2 * c)) \
-            --warmup-request-count 1 --random-seed "$seed" --ui none --artifact-dir "$dir/aiperf-$c" \
-            >"$dir/aiperf-$c.log" 2>&1 || { say "error: aiperf failed, see $dir/aiperf-$c.log"; exit 1; }
+          aiperf_chat "$port" "$c" "$seed" "$dir/aiperf-$c" "${extra[@]}"
         done
         grep VmHWM "/proc/$pid/status" | awk '{print $2}' >"$dir/peak-rss-kb.txt"
         stop_server
