@@ -12,6 +12,15 @@ RequestStream::Update RequestStream::next(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
   const auto has_news = [&] { return taken_ < tokens_.size() || finished_ || (admitted_ && !admission_reported_); };
   changed_.wait_for(lock, timeout, has_news);
+  return take_locked();
+}
+
+RequestStream::Update RequestStream::take() {
+  std::lock_guard lock(mutex_);
+  return take_locked();
+}
+
+RequestStream::Update RequestStream::take_locked() {
   Update u;
   u.tokens.assign(tokens_.begin() + static_cast<std::ptrdiff_t>(taken_), tokens_.end());
   taken_ = tokens_.size();
@@ -97,6 +106,7 @@ void EngineLoop::run() {
     abort_cancelled();
     if (engine_.has_unfinished_requests()) deliver(engine_.step());
     update_gauges();
+    announce_step();
   }
   // Shutdown aborts: queued requests are refused, running ones end with finish_reason "abort".
   std::vector<Pending> pending;
@@ -119,6 +129,17 @@ void EngineLoop::run() {
   }
   active_.clear();
   update_gauges();
+  announce_step();
+}
+
+void EngineLoop::on_step(std::function<void()> listener) {
+  std::lock_guard lock(mutex_);
+  on_step_ = std::move(listener);
+}
+
+void EngineLoop::announce_step() {
+  std::lock_guard lock(mutex_);
+  if (on_step_) on_step_();
 }
 
 void EngineLoop::admit_pending() {

@@ -12,6 +12,7 @@
  *                                         Engine::step()
  *  stream.next() ◄── RequestStream ◄────  each token → its stream; finished → metrics, release_request
  *   (waits on the stream's condition variable, with a timeout)
+ *  SseWriter ◄──────── on_step() ◄──────  once per step: the streamed replies' writer takes every stream's news
  * @endverbatim
  * The Engine is single-threaded; only this thread touches it. Handlers see a
  * request through its RequestStream alone, and the metrics through a snapshot
@@ -22,6 +23,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,11 +60,14 @@ class RequestStream {
    *        or @p timeout passes, and takes it.
    */
   Update next(std::chrono::milliseconds timeout);
+  /// What next() would return, without waiting (the SSE writer's read after each step).
+  Update take();
   /// True once the request has finished, been refused or been aborted.
   bool finished() const;
 
  private:
   friend class EngineLoop;
+  Update take_locked();
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<std::int32_t> tokens_;  // [output tokens so far]
@@ -109,6 +114,12 @@ class EngineLoop {
   std::string metrics_text() const;
   /// Block and request counts after the most recent step.
   EngineLoopStats stats() const;
+  /**
+   * @brief Calls @p listener on the loop thread after every step (and after the shutdown's
+   *        aborts), once that step's tokens are in their streams; empty removes it.
+   *        It runs under the loop's lock: it must be quick and must not call back into this loop.
+   */
+  void on_step(std::function<void()> listener);
 
  private:
   void run();
@@ -118,6 +129,7 @@ class EngineLoop {
   void finish_stream(RequestStream& stream, FinishReason reason);
   void record_finished(const Request& request, FinishReason reason);
   void update_gauges();
+  void announce_step();
 
   Engine& engine_;
   mutable std::mutex mutex_;      // guards pending_, stopping_, metrics_, stats_
@@ -129,6 +141,7 @@ class EngineLoop {
   std::vector<Pending> pending_;  // submitted, not yet admitted
   bool stopping_ = false;
   bool wake_ = false;  // an abort or submit happened since the loop last looked
+  std::function<void()> on_step_;  // on_step()'s listener
   ServerMetrics metrics_;
   EngineLoopStats stats_;
   std::vector<std::shared_ptr<RequestStream>> active_;  // admitted and unfinished (loop thread only)

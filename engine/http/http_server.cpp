@@ -22,6 +22,7 @@
 
 #include "http/dashboard_routes.h"
 #include "http/openai_protocol.h"
+#include "http/sse_writer.h"
 #include "http/text_stream.h"
 
 namespace servelab {
@@ -43,8 +44,10 @@ void send_error(httplib::Response& res, int status, const std::string& message, 
   res.set_content(error_object(status, message, param).dump(), "application/json");
 }
 
-// One reply's state from submission to its last byte; shared by the handler and cpp-httplib's content provider.
-struct Reply {
+std::string sse(const json& event) { return "data: " + event.dump() + "\n\n"; }
+
+// One reply's state from submission to its last byte: the handler's until it streams, then the SSE writer's.
+struct Reply final : SseSource {
   Reply(EngineLoop& l, std::shared_ptr<RequestStream> s, const Tokenizer* tokenizer,
         std::vector<std::string> stop_strings, ResponseHeader h, Usage u, bool with_usage)
       : loop(l),
@@ -80,6 +83,28 @@ struct Reply {
     return true;
   }
 
+  // The stream's news as SSE events: the first with a token carries a chat reply's role, the last the usage.
+  std::string take_events(bool& ended) override {
+    RequestStream::Update u;
+    if (first_taken)
+      u = stream->take();
+    else
+      u = std::move(first), first_taken = true;
+    std::vector<Piece> pieces;
+    ended = take(u, pieces);
+    std::string out;
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      const bool last = ended && i + 1 == pieces.size();
+      out += sse(chunk_object(header, pieces[i].text, pieces[i].ids, last ? finish_reason : "", first_chunk));
+      first_chunk = false;
+    }
+    if (ended) {
+      if (include_usage) out += sse(usage_chunk(header, usage));
+      out += "data: [DONE]\n\n";
+    }
+    return out;
+  }
+
   EngineLoop& loop;
   std::shared_ptr<RequestStream> stream;
   TextStream text;
@@ -91,8 +116,6 @@ struct Reply {
   bool first_taken = false;  // `first` has been turned into chunks
   bool first_chunk = true;   // the next chunk is the first (a chat chunk then carries the role)
 };
-
-std::string sse(const json& event) { return "data: " + event.dump() + "\n\n"; }
 
 // cpp-httplib 0.11 listens with a backlog of 5 connections, compiled into Debian's library:
 // a burst of 32 clients overflows it and some see their connection dropped before any reply
@@ -388,6 +411,7 @@ struct OpenAIServer::Impl {
   ServedModel model;
   ServerConfig config;
   GuardedServer http;
+  SseWriter writer;
   std::thread listener;
   std::atomic<std::uint64_t> next_id{0};
 
@@ -397,7 +421,12 @@ struct OpenAIServer::Impl {
         config(std::move(c)),
         http(config, error_object(503, "the server is serving its most connections (" +
                                            std::to_string(config.handler_threads) + ", --max-connections); retry later")
-                         .dump()) {}
+                         .dump()) {
+    loop.on_step([this] { writer.notify(); });
+  }
+  ~Impl() { loop.on_step({}); }  // before the writer goes: the loop outlives the server
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   std::string body_too_large() const {
     return "request body is larger than " + std::to_string(config.max_body_bytes) + " bytes (--max-body-bytes)";
@@ -443,33 +472,13 @@ struct OpenAIServer::Impl {
 
   void stream_reply(httplib::Response& res, const std::shared_ptr<Reply>& reply) {
     res.set_header("Cache-Control", "no-cache");
+    // The headers are on the socket when the provider first runs; the writer sends every chunk but the last.
     res.set_chunked_content_provider(
         "text/event-stream",
-        [reply](std::size_t, httplib::DataSink& sink) {
-          Reply& r = *reply;
-          std::vector<Reply::Piece> pieces;
-          RequestStream::Update u;
-          if (r.first_taken)
-            u = r.stream->next(kPollInterval);
-          else
-            u = std::move(r.first), r.first_taken = true;
-          const bool ended = r.take(u, pieces);
-          std::string out;
-          for (std::size_t i = 0; i < pieces.size(); ++i) {
-            const bool last = ended && i + 1 == pieces.size();
-            out +=
-                sse(chunk_object(r.header, pieces[i].text, pieces[i].ids, last ? r.finish_reason : "", r.first_chunk));
-            r.first_chunk = false;
-          }
-          if (r.first_chunk && !ended) return true;  // keep the role for the chunk with the first token
-          r.first_chunk = false;
-          if (ended) {
-            if (r.include_usage) out += sse(usage_chunk(r.header, r.usage));
-            out += "data: [DONE]\n\n";
-          }
-          // A failed write means the client left: returning false drops the connection, and the releaser aborts.
-          if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-          if (ended) sink.done();
+        [this, reply](std::size_t, httplib::DataSink& sink) {
+          // false: the client left (or the server stops); the connection is dropped and the releaser aborts.
+          if (!current_connection || !writer.stream(current_connection->socket(), *reply)) return false;
+          sink.done();
           return true;
         },
         [reply](bool) {
@@ -584,6 +593,7 @@ int OpenAIServer::start() {
 void OpenAIServer::stop() {
   if (!impl_->listener.joinable()) return;
   impl_->http.begin_stopping();  // idle and half-sent connections are cut, so the pool's threads can end
+  impl_->writer.stop();          // and streaming ones
   impl_->http.stop();
   impl_->listener.join();
 }

@@ -2,6 +2,7 @@
 #include "loadgen/bench_client.h"
 
 #include <httplib.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -186,6 +187,10 @@ BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchC
   // ones first, where std::thread's destructor would end the process.
   std::vector<std::jthread> threads;
   threads.reserve(workload.size());
+  std::vector<char> out_of_memory(workload.size(), 0);  // [request] its thread ran out of memory
+  // Under ulimit -v, glibc's per-thread malloc arenas (64 MiB of address space each, up to 8 a core)
+  // would outgrow the headroom address_space_short() keeps; a few arenas suffice for a client.
+  if (rlimit as{}; ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) ::mallopt(M_ARENA_MAX, 2);
   std::string out_of_threads;  // why a request thread could not start; the rest are not tried
   const double zero = now_seconds();
   SplitMix64 rng(request_seed(config.seed, 0, 4));
@@ -223,8 +228,8 @@ BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchC
       threads.emplace_back([&, i, hang_up_after, finished] {
         try {
           send_one(workload[i], config, zero, hang_up_after, result.requests[i]);
-        } catch (const std::bad_alloc&) {  // this request fails, the run goes on
-          result.requests[i].error = "out of memory in the client; lower --max-concurrency or --num-prompts";
+        } catch (const std::bad_alloc&) {  // this request fails, the run goes on; its message is written after
+          out_of_memory[i] = 1;            // the join, since making a string here could throw again
         }
         finished();
       });
@@ -239,6 +244,9 @@ BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchC
   }
   threads.clear();  // joins them
   result.duration = now_seconds() - zero;
+  for (std::size_t i = 0; i < workload.size(); ++i)
+    if (out_of_memory[i])
+      result.requests[i].error = "out of memory in the client; lower --max-concurrency or --num-prompts";
   return result;
 }
 

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file sse_writer.h
+ * @brief One thread that writes every streamed reply's SSE chunks, woken once
+ *        per engine step instead of once per token per connection.
+ * @verbatim
+ *  engine loop: step ──► each token to its RequestStream ──► SseWriter::notify()   (one wake-up)
+ *  writer thread: for every stream: new events ──► "len\r\n events \r\n" ──► send(MSG_DONTWAIT)
+ *  handler thread: SseWriter::stream() sleeps until its reply is written whole (or the client left)
+ * @endverbatim
+ * With a thread per connection and a wake-up per token, a 16-stream batch of a
+ * small model woke 16 handler threads every 2 ms step; on two cores those
+ * wake-ups and their context switches were most of what HTTP cost beside the
+ * engine. Here the handler thread still holds its connection (cpp-httplib's
+ * model) but sleeps through the reply, and a client that reads slowly
+ * gets its tokens coalesced into fewer, larger chunks.
+ */
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace servelab {
+
+/// A streamed reply as the writer reads it; only the writer thread calls it while the reply streams.
+class SseSource {
+ public:
+  virtual ~SseSource() = default;
+  /**
+   * @brief The SSE events (`data: ...\n\n`, possibly several) for what arrived since the last call.
+   * @param ended set to true with the reply's last events; the source is not called again after that.
+   * @return the events' bytes; empty when nothing new arrived.
+   */
+  virtual std::string take_events(bool& ended) = 0;
+};
+
+/// Writes HTTP/1.1 chunked SSE bodies for many connections from one thread.
+class SseWriter {
+ public:
+  /// Most bytes a reply may have waiting for a slow client; past this the client is dropped.
+  static constexpr std::size_t kMaxPendingBytes = 4 << 20;
+
+  /**
+   * @brief Starts the writer thread.
+   * @param stall_timeout a client that takes none of a reply's waiting bytes for this long has gone
+   *        away (the handler's write gave up after the same 5 s before this writer).
+   */
+  explicit SseWriter(std::chrono::milliseconds stall_timeout = std::chrono::seconds(5));
+  /// stop(), then joins the thread.
+  ~SseWriter();
+  SseWriter(const SseWriter&) = delete;
+  SseWriter& operator=(const SseWriter&) = delete;
+
+  /**
+   * @brief Streams @p source to the connected socket @p fd as HTTP chunks, until its last event
+   *        is written; blocks the calling (handler) thread meanwhile.
+   *
+   * The response's status line and headers must already be on the socket; the final
+   * zero-length chunk is the caller's (cpp-httplib's `DataSink::done()`).
+   * @return true when every byte was written; false when the client stopped reading, the
+   *         socket failed, or the writer was stopped.
+   */
+  bool stream(int fd, SseSource& source);
+  /// Something new may be waiting in some source: the engine loop calls this after each step.
+  void notify();
+  /// Fails every reply in progress and every later stream() call (the server is stopping). Idempotent.
+  void stop();
+
+ private:
+  struct Entry;
+  void run();
+  // Takes new events, writes what the socket accepts; true when the entry is finished (ok or failed).
+  bool service(Entry& e, std::chrono::steady_clock::time_point now);
+  void finish(Entry& e, bool ok);
+
+  const std::chrono::milliseconds stall_timeout_;
+  int wake_fd_ = -1;  // eventfd: notify() and stream() wake the writer's poll()
+  std::mutex mutex_;  // guards added_, stopping_ and every Entry's done/ok
+  std::condition_variable finished_;
+  std::vector<std::shared_ptr<Entry>> added_;  // registered, not yet taken by the writer
+  bool stopping_ = false;
+  std::atomic<int> active_{0};  // replies registered and not finished: notify() is free at 0
+  std::thread thread_;
+};
+
+}  // namespace servelab
