@@ -39,6 +39,10 @@ SseWriter::~SseWriter() {
 
 void SseWriter::notify() {
   if (active_.load(std::memory_order_relaxed) == 0) return;  // nothing streams: no wake-up to pay for
+  wake();
+}
+
+void SseWriter::wake() {
   const std::uint64_t one = 1;
   [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);  // only fails when the counter is full
 }
@@ -48,8 +52,7 @@ void SseWriter::stop() {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  wake();
 }
 
 bool SseWriter::stream(int fd, SseSource& source) {
@@ -60,8 +63,7 @@ bool SseWriter::stream(int fd, SseSource& source) {
   if (stopping_) return false;
   added_.push_back(e);
   active_.fetch_add(1);
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  wake();
   finished_.wait(lock, [&] { return e->done; });
   return e->ok;
 }

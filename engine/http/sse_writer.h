@@ -76,6 +76,7 @@ class SseWriter {
  private:
   struct Entry;
   void run();
+  void wake();  // one more count on wake_fd_: the writer's poll() returns
   // Takes new events, writes what the socket accepts; true when the entry is finished (ok or failed).
   bool service(Entry& e, std::chrono::steady_clock::time_point now);
   void finish(Entry& e, bool ok);
