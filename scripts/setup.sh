@@ -10,6 +10,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 packages=(build-essential cmake libopenblas-dev nlohmann-json3-dev libcli11-dev catch2 libbenchmark-dev python3-matplotlib
           pkg-config libpcre2-dev libutf8proc-dev
           libcpp-httplib-dev curl python3-venv             # the HTTP server and its client tests
+          libcurl4-openssl-dev                             # bench serve's client (libcurl's multi interface)
           libzmq3-dev cppzmq-dev libucx-dev                # lab 07: control plane (ZeroMQ) and KV data plane (UCX)
           libdnnl-dev                                      # prefill GEMM (oneDNN)
           doxygen)                                         # the course site (scripts/docs.sh) and its test

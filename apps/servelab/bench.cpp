@@ -91,6 +91,10 @@ int run_bench_serve(BenchArgs& a) {
     if (done == total || done % std::max(1, total / 10) == 0)
       std::cerr << "bench serve: " << done << "/" << total << " done\n";
   });
+  if (result.connection_limit > 0)
+    std::cerr
+        << "bench serve: ulimit -n allowed " << result.connection_limit
+        << " connections at once; the other requests waited for one (in their TTFT), as under --max-concurrency\n";
   if (a.compare_in_process) {
     check(a.given_model, "--compare-in-process needs --model or --preset (the model to run in this process)");
     std::unique_ptr<Model> model = load_model(a.engine);

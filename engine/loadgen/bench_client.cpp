@@ -1,24 +1,22 @@
 // SPDX-License-Identifier: MIT
 #include "loadgen/bench_client.h"
 
-#include <httplib.h>
-#include <malloc.h>
+#include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <ctime>
+#include <exception>
+#include <filesystem>
+#include <limits>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <system_error>
-#include <thread>
 
 #include "core/json.h"
 #include "core/random.h"
@@ -84,45 +82,61 @@ class SseReader {
   bool done_ = false;
 };
 
-void send_one(const WorkloadRequest& w, const BenchConfig& config, double clock_zero, int hang_up_after,
-              BenchRequestResult& r) {
-  r.prompt_len = static_cast<int>(w.prompt_ids.size());
-  r.times.first_scheduled = now_seconds() - clock_zero;
-  httplib::Client client(config.host, config.port);
-  client.set_read_timeout(std::chrono::duration<double>(config.timeout_s));
-  httplib::Request req;
-  req.method = "POST";
-  req.path = "/v1/completions";
-  req.set_header("Content-Type", "application/json");
-  if (!config.api_key.empty()) req.set_header("Authorization", "Bearer " + config.api_key);
-  req.body = json{{"model", config.model},
-                  {"prompt", w.prompt_ids},
-                  {"max_tokens", w.max_tokens},
-                  {"temperature", 0.0},
-                  {"stream", true},
-                  {"stream_options", {{"include_usage", true}}},
-                  {"ignore_eos", config.ignore_eos}}
-                 .dump();
-  SseReader reader(r, clock_zero, hang_up_after);
-  req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
-    return reader.feed(data, n);
-  };
-  httplib::Response res;
-  httplib::Error error = httplib::Error::Success;
+// One request in flight: its easy handle, its body and what it has read so far. Callbacks run inside
+// curl_multi_perform(), on the client's one thread.
+struct Transfer {
+  Transfer(std::size_t i, BenchRequestResult& r, double clock_zero, int hang_up)
+      : index(i), reader(r, clock_zero, hang_up), hang_up_after(hang_up) {}
+  Transfer(const Transfer&) = delete;
+  Transfer& operator=(const Transfer&) = delete;
+  ~Transfer() { curl_easy_cleanup(easy); }
+
+  std::size_t index;  // into the workload
+  SseReader reader;
+  int hang_up_after;           // tokens after which to hang up; 0 = never
+  CURL* easy = nullptr;        // owned; removed from the multi handle before it is cleaned up
+  std::string body;            // the POST body, alive as long as curl may send it
+  double last_heard = 0;       // client clock, seconds: when the server last sent a byte (or when sent)
+  bool timed_out = false;      // dropped by the client after --timeout seconds of silence
+  std::exception_ptr failure;  // thrown in a callback (a chunk that is not JSON, out of memory)
+};
+
+// curl's write callback: body bytes (SSE events, or an error body). Returning less than given hangs up.
+// No exception may cross curl's C frames, so one is kept for finish() to report.
+std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  t->last_heard = now_seconds();
   try {
-    client.send(req, res, error);
-  } catch (const Error& e) {  // a chunk that is not JSON
-    r.error = e.what();
-    return;
+    return t->reader.feed(data, size * n) ? size * n : 0;
+  } catch (...) {
+    t->failure = std::current_exception();
+    return 0;
   }
-  if (hang_up_after > 0 && static_cast<int>(r.times.token_times.size()) >= hang_up_after) {
+}
+
+void finish(Transfer& t, CURLcode code, BenchRequestResult& r, double timeout_s) {
+  long status = 0;
+  curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
+  if (t.failure) {
+    try {
+      std::rethrow_exception(t.failure);
+    } catch (const std::bad_alloc&) {
+      r.error = "out of memory in the client; lower --max-concurrency or --num-prompts";
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+  } else if (t.hang_up_after > 0 && static_cast<int>(r.times.token_times.size()) >= t.hang_up_after) {
     r.disconnected = true;
-    r.error = "hung up on purpose after " + std::to_string(hang_up_after) + " tokens";
-  } else if (error != httplib::Error::Success) {
-    r.error = "HTTP client: " + httplib::to_string(error);
-  } else if (res.status != 200) {
-    r.error = "HTTP " + std::to_string(res.status) + ": " + reader.rest();
-  } else if (!reader.done()) {
+    r.error = "hung up on purpose after " + std::to_string(t.hang_up_after) + " tokens";
+  } else if (t.timed_out) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", timeout_s);
+    r.error = std::string("HTTP client: nothing from the server for ") + seconds + " s (--timeout)";
+  } else if (code != CURLE_OK) {
+    r.error = std::string("HTTP client: ") + curl_easy_strerror(code);
+  } else if (status != 200) {
+    r.error = "HTTP " + std::to_string(status) + ": " + t.reader.rest();
+  } else if (!t.reader.done()) {
     r.error = "stream ended without [DONE]";
   } else {
     r.success = true;
@@ -137,25 +151,27 @@ void block_sigpipe() {
   pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
 }
 
-// Why one more request thread should not start, or "" when it may: under ulimit -v, threads started until
-// one fails would leave the running ones no address space to allocate in as they finish, and an allocation
-// that fails inside a destructor that may not throw (nlohmann::json's) ends the process. So a thread starts
-// only while its stack and 256 MiB for the running ones (room for a few more malloc arenas of 64 MiB) still
-// fit under the limit.
-std::string address_space_short() {
-  rlimit limit{}, stack{};
-  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "";
-  std::ifstream statm("/proc/self/statm");
-  std::size_t pages = 0;
-  if (!(statm >> pages)) return "";
-  const std::size_t used = pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  // glibc gives a thread the stack size of ulimit -s (8 MiB unless set; 2 MiB when unlimited).
-  const bool stack_known = ::getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY;
-  const std::size_t need = (stack_known ? stack.rlim_cur : 2u << 20) + (256u << 20);
-  if (used + need <= limit.rlim_cur) return "";
-  return "ulimit -v leaves " + std::to_string((limit.rlim_cur - std::min<std::size_t>(used, limit.rlim_cur)) >> 20) +
-         " MiB of address space, a thread's stack and headroom need " + std::to_string(need >> 20) + " MiB";
+// Connections this process can still open under ulimit -n: the soft limit less the descriptors open now
+// and a few that curl keeps for itself (its wake-up pipe, the resolver's socket).
+std::size_t sockets_left() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+    return std::numeric_limits<std::size_t>::max();
+  std::size_t open = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != decltype(it)();
+       it.increment(ec))
+    ++open;
+  const std::size_t reserved = open + 8;
+  return limit.rlim_cur > reserved ? limit.rlim_cur - reserved : 0;
 }
+
+struct MultiDeleter {
+  void operator()(CURLM* m) const { curl_multi_cleanup(m); }
+};
+struct HeadersDeleter {
+  void operator()(curl_slist* h) const { curl_slist_free_all(h); }
+};
 
 std::string ms_line(const char* label, double seconds) {
   char buf[96];
@@ -177,76 +193,122 @@ BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchC
         "--disconnect-fraction must be in [0, 1], got ", config.disconnect_fraction);
   check(std::isfinite(config.timeout_s) && config.timeout_s >= 0.001 && config.timeout_s <= 1e6,
         "--timeout must be a number of seconds in [0.001, 1e6], got ", config.timeout_s);
-  block_sigpipe();  // the request threads started below inherit it
+  static std::once_flag curl_ready;
+  std::call_once(curl_ready, [] { check(curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK, "libcurl: init failed"); });
+  block_sigpipe();
   BenchResult result;
-  result.requests.resize(workload.size());
-  std::mutex mutex;
-  std::condition_variable slot_freed;
-  int in_flight = 0, done = 0;
-  // jthreads: anything that leaves this function early (out of memory while starting them) joins the started
-  // ones first, where std::thread's destructor would end the process.
-  std::vector<std::jthread> threads;
-  threads.reserve(workload.size());
-  std::vector<char> out_of_memory(workload.size(), 0);  // [request] its thread ran out of memory
-  // Under ulimit -v, glibc's per-thread malloc arenas (64 MiB of address space each, up to 8 a core)
-  // would outgrow the headroom address_space_short() keeps; a few arenas suffice for a client.
-  if (rlimit as{}; ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) ::mallopt(M_ARENA_MAX, 2);
-  std::string out_of_threads;  // why a request thread could not start; the rest are not tried
-  const double zero = now_seconds();
+  const std::size_t n = workload.size();
+  result.requests.resize(n);
+  if (n == 0) return result;
+
+  // At most this many connections at once: --max-concurrency, and what ulimit -n leaves. Requests past the cap
+  // wait for a connection as they would for a --max-concurrency slot (and the wait is part of their TTFT).
+  const std::size_t wanted = config.max_concurrency > 0 ? static_cast<std::size_t>(config.max_concurrency) : n;
+  const std::size_t sockets = sockets_left();
+  check(sockets >= 1, "ulimit -n leaves no file descriptor for a connection; raise it (ulimit -n 1024)");
+  if (sockets < std::min(wanted, n)) result.connection_limit = static_cast<int>(sockets);
+  const std::size_t cap = std::min({wanted, n, sockets});
+
+  std::unique_ptr<CURLM, MultiDeleter> multi(curl_multi_init());
+  check(multi != nullptr, "libcurl: cannot make a multi handle");
+  // Finished requests leave their connections open in curl's cache, and the next request takes one (keep-alive).
+  curl_multi_setopt(multi.get(), CURLMOPT_MAXCONNECTS, static_cast<long>(cap));
+  curl_multi_setopt(multi.get(), CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(cap));
+  std::unique_ptr<curl_slist, HeadersDeleter> headers;
+  const auto add_header = [&](const std::string& line) {
+    curl_slist* list = curl_slist_append(headers.get(), line.c_str());  // the same head once there is one
+    check(list != nullptr, "libcurl: out of memory for the request headers");
+    if (!headers) headers.reset(list);
+  };
+  add_header("Content-Type: application/json");
+  add_header("Expect:");  // the body goes with the headers: no 100-continue round trip
+  if (!config.api_key.empty()) add_header("Authorization: Bearer " + config.api_key);
+  const bool ipv6 = config.host.find(':') != std::string::npos;
+  const std::string url = "http://" + (ipv6 ? "[" + config.host + "]" : config.host) + ":" +
+                          std::to_string(config.port) + "/v1/completions";
+
+  // Who hangs up, and after how many tokens (1 to 4), is drawn in request order, so a seed repeats it.
+  std::vector<int> hang_up_after(n, 0);
   SplitMix64 rng(request_seed(config.seed, 0, 4));
-  for (std::size_t i = 0; i < workload.size(); ++i) {
-    // Who hangs up, and after how many tokens (1 to 4), is drawn here, in order, so a seed repeats it.
-    const bool hang_up = rng.uniform() < config.disconnect_fraction;
-    const int hang_up_after = hang_up ? rng.uniform_int(1, 4) : 0;
-    const double wait = workload[i].arrival_s - (now_seconds() - zero);
-    if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
-    result.requests[i].times.arrival = workload[i].arrival_s;
-    {
-      std::unique_lock lock(mutex);
-      slot_freed.wait(lock, [&] { return config.max_concurrency == 0 || in_flight < config.max_concurrency; });
-      ++in_flight;
-    }
-    const auto finished = [&] {
-      std::lock_guard lock(mutex);
-      --in_flight;
-      ++done;
-      try {
-        if (on_done) on_done(done, static_cast<int>(workload.size()));
-      } catch (const std::exception&) {  // a progress line that could not be made (out of memory) is skipped
-      }
-      slot_freed.notify_one();
-    };
-    if (out_of_threads.empty())
-      if (const std::string why = address_space_short(); !why.empty())
-        out_of_threads = "cannot start a request thread (" + why + "); lower --max-concurrency or --num-prompts";
-    if (!out_of_threads.empty()) {
-      result.requests[i].error = out_of_threads;
-      finished();
-      continue;
-    }
+  for (int& h : hang_up_after)
+    if (rng.uniform() < config.disconnect_fraction) h = rng.uniform_int(1, 4);
+
+  std::vector<std::unique_ptr<Transfer>> live(n);  // [request] while in flight
+  std::size_t next = 0, active = 0;
+  int done = 0;
+  const double zero = now_seconds();
+  const auto start = [&](std::size_t i) {
+    BenchRequestResult& r = result.requests[i];
+    r.prompt_len = static_cast<int>(workload[i].prompt_ids.size());
+    r.times.arrival = workload[i].arrival_s;
+    r.times.first_scheduled = now_seconds() - zero;
+    auto t = std::make_unique<Transfer>(i, r, zero, hang_up_after[i]);
+    t->body = json{{"model", config.model},
+                   {"prompt", workload[i].prompt_ids},
+                   {"max_tokens", workload[i].max_tokens},
+                   {"temperature", 0.0},
+                   {"stream", true},
+                   {"stream_options", {{"include_usage", true}}},
+                   {"ignore_eos", config.ignore_eos}}
+                  .dump();
+    t->easy = curl_easy_init();
+    check(t->easy != nullptr, "libcurl: cannot make an easy handle");
+    CURL* e = t->easy;
+    curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(e, CURLOPT_PROXY, "");  // the server is local: no http_proxy from the environment
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers.get());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.data());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+    t->last_heard = now_seconds();
+    check(curl_multi_add_handle(multi.get(), e) == CURLM_OK, "libcurl: cannot add a request");
+    live[i] = std::move(t);
+    ++active;
+  };
+  const auto end = [&](Transfer& t, CURLcode code) {
+    curl_multi_remove_handle(multi.get(), t.easy);
+    finish(t, code, result.requests[t.index], config.timeout_s);
+    live[t.index].reset();
+    --active;
+    ++done;
     try {
-      threads.emplace_back([&, i, hang_up_after, finished] {
-        try {
-          send_one(workload[i], config, zero, hang_up_after, result.requests[i]);
-        } catch (const std::bad_alloc&) {  // this request fails, the run goes on; its message is written after
-          out_of_memory[i] = 1;            // the join, since making a string here could throw again
-        }
-        finished();
-      });
-    } catch (const std::exception& e) {
-      // Out of threads (ulimit -u, memory: system_error, or bad_alloc for the thread's state): this request
-      // and the rest fail with the reason; the started ones still finish.
-      out_of_threads =
-          std::string("cannot start a request thread (") + e.what() + "); lower --max-concurrency or --num-prompts";
-      result.requests[i].error = out_of_threads;
-      finished();
+      if (on_done) on_done(done, static_cast<int>(n));
+    } catch (const std::exception&) {  // a progress line that could not be made (out of memory) is skipped
     }
+  };
+
+  while (done < static_cast<int>(n)) {
+    const double now = now_seconds() - zero;
+    while (next < n && active < cap && workload[next].arrival_s <= now) start(next++);
+    int running = 0;
+    check(curl_multi_perform(multi.get(), &running) == CURLM_OK, "libcurl: curl_multi_perform failed");
+    int queued = 0;
+    while (CURLMsg* m = curl_multi_info_read(multi.get(), &queued)) {
+      if (m->msg != CURLMSG_DONE) continue;
+      Transfer* t = nullptr;
+      curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &t);
+      end(*t, m->data.result);
+    }
+    // Requests silent for --timeout seconds are dropped; the soonest such deadline bounds the wait below.
+    double wake = now_seconds() + 1.0;
+    for (std::unique_ptr<Transfer>& t : live) {
+      if (!t) continue;
+      if (now_seconds() - t->last_heard >= config.timeout_s) {
+        t->timed_out = true;
+        end(*t, CURLE_OPERATION_TIMEDOUT);
+      } else {
+        wake = std::min(wake, t->last_heard + config.timeout_s);
+      }
+    }
+    if (next < n && active < cap) wake = std::min(wake, zero + workload[next].arrival_s);
+    const int wait_ms = static_cast<int>(std::clamp((wake - now_seconds()) * 1e3, 0.0, 1000.0));
+    if (done < static_cast<int>(n)) curl_multi_poll(multi.get(), nullptr, 0, wait_ms, nullptr);
   }
-  threads.clear();  // joins them
   result.duration = now_seconds() - zero;
-  for (std::size_t i = 0; i < workload.size(); ++i)
-    if (out_of_memory[i])
-      result.requests[i].error = "out of memory in the client; lower --max-concurrency or --num-prompts";
   return result;
 }
 

@@ -6,11 +6,15 @@
  *        tools' numbers compare directly.
  * @verbatim
  *  workload/workload.h           arrival_s 0.00   0.31   0.35   0.90 ...   Poisson at --request-rate, or all at t=0
- *  dispatcher                    wait for arrival, then for a slot under --max-concurrency
- *  one thread per request        POST /v1/completions, stream: true; read SSE chunks
+ *  dispatcher                    wait for arrival, then for a slot under --max-concurrency (and ulimit -n)
+ *  one thread, libcurl's multi   POST /v1/completions, stream: true; read SSE chunks; keep-alive connections
  *                                 |arrival |--cap wait--|sent|--...--|tok0|--ITL--|tok1| ... |[DONE]
  *                                 |<------------------- TTFT ------------>|
  * @endverbatim
+ * One thread waits on every socket at once (curl_multi_poll) and wakes once
+ * for all the streams a server step feeds, as vLLM's asyncio client does; a
+ * thread per stream would wake once per stream per step, on the cores the
+ * server is measured on.
  * Latencies start at the request's scheduled arrival, not at the moment it was
  * sent: waiting for a --max-concurrency slot is part of what a user waits, so
  * it is part of TTFT and E2E here (vLLM starts its clock after the slot).
@@ -40,7 +44,7 @@ struct BenchConfig {
   bool ignore_eos = false;         ///< --ignore-eos: ask for exactly max_tokens tokens
   double disconnect_fraction = 0;  ///< this share of requests hang up after their first token (load tests)
   std::uint64_t seed = 0;          ///< picks the requests that hang up
-  double timeout_s = 600;          ///< per-request read timeout, seconds
+  double timeout_s = 600;          ///< a request with nothing from the server for this long fails, seconds
 };
 
 /// One request as the client saw it.
@@ -58,12 +62,14 @@ struct BenchRequestResult {
 struct BenchResult {
   std::vector<BenchRequestResult> requests;  ///< in workload order
   double duration = 0;                       ///< first arrival to last response, seconds
+  int connection_limit = 0;  ///< connections ulimit -n allowed, when fewer than the run asked for; 0 = not limited
 };
 
 /**
  * @brief Replays @p workload against the server, streaming every reply.
  * @param on_done called after each request finishes (progress); may be empty.
- * @throws Error naming --max-concurrency or the disconnect share when out of range.
+ * @throws Error naming --max-concurrency, --timeout or the disconnect share when out of range, or ulimit -n
+ *         when it leaves no descriptor for a connection.
  */
 BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchConfig& config,
                       const std::function<void(int done, int total)>& on_done = {});

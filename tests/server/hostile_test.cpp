@@ -279,6 +279,35 @@ TEST_CASE("bench serve reports its failed requests and refuses a timeout <= 0", 
   }
 }
 
+TEST_CASE("bench serve gives up on a peer that accepts and never answers, after --timeout", "[hostile]") {
+  // A listening socket nobody accepts on: the kernel completes the handshake and takes the request, and no
+  // byte ever comes back. The client's own timer must end each request, not wait forever.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(fd, 16) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  BenchConfig bench;
+  bench.port = ntohs(addr.sin_port);
+  bench.timeout_s = 0.3;
+  std::vector<WorkloadRequest> workload(3);
+  for (auto& w : workload) w.prompt_ids = {1, 2, 3}, w.max_tokens = 2;
+  const auto start = std::chrono::steady_clock::now();
+  const BenchResult result = run_bench(workload, bench);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::close(fd);
+  for (const BenchRequestResult& r : result.requests) {
+    CHECK_FALSE(r.success);
+    CHECK_THAT(r.error, Catch::Contains("--timeout"));
+  }
+  CHECK(seconds >= 0.3);
+  CHECK(seconds < 10);  // generous for a loaded machine; without the timer it would never end
+}
+
 TEST_CASE("a FIFO or a device given as a file is refused by name, without blocking", "[hostile]") {
   const std::string fifo = "/tmp/servelab_hostile_fifo_" + std::to_string(::getpid());
   ::unlink(fifo.c_str());
