@@ -3,7 +3,7 @@
 # Sourced by the llama.cpp side-by-side scripts: fetches llama.cpp's source
 # from PyPI (the llama-cpp-python sdist vendors a pinned llama.cpp tree, so
 # nothing needs GitHub), installs its gguf-py into a venv, and builds the
-# named targets CPU-only with -march=native (GGML_NATIVE); the server is
+# named targets CPU-only with -march=native (GGML_NATIVE, unless SERVELAB_ISA=avx2); the server is
 # configured too, so llama-server is one of the targets a caller may name.
 #
 # Sourcing it also reads what these scripts take: rounds (their argument, 1-99,
@@ -11,15 +11,24 @@
 # (LLAMA_CPP_PYTHON_VERSION, default 0.3.36); the caller sets root first.
 # llamacpp_build TARGET... then sets src (the llama.cpp tree) and llama_bin (its build/bin);
 # smollm2_files (after llamacpp_build llama-quantize) fills smollm2[f32|bf16|q8_0|q4_1].
+#
+# SERVELAB_ISA=avx2 rehearses an AVX2-only CPU (Zen 2/3, older Xeons) on an AVX-512 one, on both sides:
+# servelab's kernels read it themselves (cpu::active_isa()), and llama.cpp is built in build-avx2/ with
+# GGML_NATIVE=OFF, whose defaults are AVX2, FMA, F16C and BMI2 without AVX-512.
 rounds="${1:-3}"
 [[ "$rounds" =~ ^[1-9][0-9]?$ ]] || { echo "$(basename "$0"): error: rounds must be 1-99, got '$rounds'" >&2; exit 1; }
 work="${WORK:-$root/build/llamacpp}"
 version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
+case "${SERVELAB_ISA:-}" in
+  "" | avx512) llamacpp_dir=build llamacpp_isa=(-DGGML_NATIVE=ON) ;;
+  avx2) llamacpp_dir=build-avx2 llamacpp_isa=(-DGGML_NATIVE=OFF) ;;
+  *) echo "$(basename "$0"): error: SERVELAB_ISA must be avx512 or avx2 here, got '$SERVELAB_ISA'" >&2; exit 1 ;;
+esac
 mkdir -p "$work"
 
 llamacpp_build() {
   src="$work/llama_cpp_python-$version/vendor/llama.cpp"
-  llama_bin="$src/build/bin"
+  llama_bin="$src/$llamacpp_dir/bin"
   if [ ! -d "$src" ]; then
     python3 -m venv "$work/venv"
     "$work/venv/bin/pip" download -q --no-deps --no-binary :all: -d "$work" "llama-cpp-python==$version"
@@ -30,9 +39,9 @@ llamacpp_build() {
   local missing=()
   for target in "$@"; do [ -x "$llama_bin/$target" ] || missing+=("$target"); done
   if ((${#missing[@]})); then
-    cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
+    cmake -S "$src" -B "$src/$llamacpp_dir" -DCMAKE_BUILD_TYPE=Release "${llamacpp_isa[@]}" -DLLAMA_CURL=OFF \
       -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >&2
-    cmake --build "$src/build" -j"$(nproc)" --target "${missing[@]}" >&2
+    cmake --build "$src/$llamacpp_dir" -j"$(nproc)" --target "${missing[@]}" >&2
   fi
 }
 

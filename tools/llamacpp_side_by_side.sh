@@ -13,7 +13,8 @@
 # each side over the rounds, the min-max spread, and the ratio.
 #
 # Usage: tools/llamacpp_side_by_side.sh [rounds]   (default 3)
-# Environment: WORK (default build/llamacpp: downloads, llama.cpp build, GGUFs, ~3 GB),
+# Environment: SERVELAB_ISA=avx2 (both sides without AVX-512: an AVX2-only CPU rehearsed; see llamacpp_build.sh),
+#              WORK (default build/llamacpp: downloads, llama.cpp build, GGUFs, ~3 GB),
 #              LLAMA_CPP_PYTHON_VERSION (default 0.3.36), SERVELAB_BUILD (default build).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -48,9 +49,9 @@ for r in $(seq 1 "$rounds"); do
 done
 
 # 4. The table.
-python3 - "$out" "$rounds" "$version" "$src" <<'EOF'
+python3 - "$out" "$rounds" "$version" "$src" "${SERVELAB_ISA:-native}" <<'EOF'
 import json, statistics, sys, pathlib, subprocess
-out, rounds, version, src = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+out, rounds, version, src, isa = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 llama, ours = {}, {}   # (weights, threads, test) -> [tok/s per round]
 for r in range(1, rounds + 1):
     for dtype in ("f32", "bf16"):
@@ -64,7 +65,8 @@ for r in range(1, rounds + 1):
         test = "prefill 512" if name.startswith("BM_Prefill") else "decode"
         ours.setdefault((w, int(parts["threads"]), test), []).append(b["tok/s"])
 commit = subprocess.run(["git", "-C", src, "log", "-1", "--format=%h"], capture_output=True, text=True).stdout.strip()
-print(f"\n## servelab beside llama.cpp (llama-cpp-python {version}'s llama.cpp {commit or '?'}), qwen2.5-0.5b shape, random weights\n")
+print(f"\n## servelab beside llama.cpp (llama-cpp-python {version}'s llama.cpp {commit or '?'}), qwen2.5-0.5b shape, "
+      f"random weights, instruction set: {isa} on both sides\n")
 print(f"Median tok/s over {rounds} alternating rounds (llama-bench: mean of 2 repetitions per round), [min-max].")
 print("llama.cpp decode is tg64 from an empty context; servelab's decode is one token at context 128.\n")
 print("| test | weights | threads | llama.cpp tok/s | servelab tok/s | servelab / llama.cpp |")
