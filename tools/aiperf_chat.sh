@@ -4,8 +4,9 @@
 # both do to a server, written once. The caller sets say, aiperf (its binary),
 # tokenizer (a tokenizer folder), isl and osl.
 
-# servelab's --dtype for a SmolLM2 GGUF: f32 and bf16 rows as stored, Q8_0/Q4_1 in int8 as llama.cpp.
-smollm2_dtype() { case "$1" in q8_0 | q4_1) echo gguf-math ;; *) echo gguf ;; esac; }
+# servelab's --dtype for a SmolLM2 GGUF: each type in the arithmetic llama.cpp uses for it (f32; bf16 dot products
+# for BF16, inputs rounded to bf16; int8 for Q8_0/Q4_1).
+smollm2_dtype() { case "$1" in f32) echo gguf ;; *) echo gguf-math ;; esac; }
 
 # wait_ready NAME PORT PID LOG: returns once /v1/models answers; exits with the log's tail if the
 # server dies first or stays silent for 120 s.

@@ -174,10 +174,12 @@ int run_generate(const GenerateArgs& a) {
          << ", " << c.attention_kind() << " " << c.num_attention_heads << "/" << c.num_key_value_heads << " heads)\n"
          << "weights    "
          << (a.model.model_dir.empty() ? "synthetic, seed " + std::to_string(a.model.weights_seed) : a.model.model_dir)
-         << ", " << dtype_name(options.weight_dtype) << " weights, "
-         << (options.bf16_activations   ? "bf16 prefill arithmetic"
-             : options.int8_activations ? "int8 arithmetic"
-                                        : "f32 activations")
+         << ", " << (options.gguf_types ? std::string("the file's own") : dtype_name(options.weight_dtype))
+         << " weights, "
+         << (options.bf16_activations && options.int8_activations ? "bf16 and int8 arithmetic"
+             : options.bf16_activations                           ? "bf16 prefill arithmetic"
+             : options.int8_activations                           ? "int8 arithmetic"
+                                                                  : "f32 activations")
          << ", cpu, " << model->num_threads() << " threads\n"
          << "kv cache   " << (gen.use_kv_cache ? "on (contiguous)" : "off (recompute every step)") << ", reductions "
          << (a.model.deterministic ? "deterministic" : "fast (library GEMMs)") << ", attention " << a.model.attention

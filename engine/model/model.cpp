@@ -36,7 +36,9 @@ void apply_dtype_flag(const std::string& text, const std::string& what, ModelOpt
   check(it != kWeights.end() && !(math && base == "f32"), what, ": unsupported dtype '", text,
         "' (expected f32, bf16, q8_0, q4_0, q4_1 or gguf, the last five also with -math: bf16-math, q8_0-math, ...)");
   options.weight_dtype = it->second;
-  options.bf16_activations = math && base == "bf16";
+  // gguf-math: each tensor in its own type's arithmetic, bf16 dot products for BF16 tensors (as llama.cpp does
+  // for a BF16 file: it rounds the inputs to bf16 too) and int8 ones for quantized blocks; f32 tensors stay f32.
+  options.bf16_activations = math && (base == "bf16" || base == "gguf");
   options.int8_activations = math && base != "bf16";
   options.gguf_types = base == "gguf";
 }

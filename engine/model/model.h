@@ -72,7 +72,8 @@ struct ModelOptions {
  *        f32 arithmetic) or "gguf" (a .gguf's own types; f32 for other
  *        checkpoints); "q8_0-math", "q4_0-math", "q4_1-math" and "gguf-math"
  *        multiply quantized weights in int8 arithmetic, as llama.cpp does
- *        (inputs rounded to 8 bits per block of 32, exact integer sums).
+ *        (inputs rounded to 8 bits per block of 32, exact integer sums);
+ *        "gguf-math" also multiplies a file's BF16 tensors as "bf16-math" does.
  * @throws Error naming @p what and the accepted values otherwise.
  */
 void apply_dtype_flag(const std::string& text, const std::string& what, ModelOptions& options);

@@ -214,12 +214,18 @@ TEST_CASE("integer-dot row kernels sum each block exactly and stay within 8-bit 
 }
 
 TEST_CASE("the dtypes q8_0-math, q4_1-math and gguf-math choose int8 arithmetic, f32-math is refused", "[quant]") {
-  for (const char* text : {"q8_0-math", "q4_0-math", "q4_1-math", "gguf-math"}) {
+  for (const char* text : {"q8_0-math", "q4_0-math", "q4_1-math"}) {
     ModelOptions options;
     apply_dtype_flag(text, "--dtype", options);
     CHECK(options.int8_activations);
     CHECK_FALSE(options.bf16_activations);
   }
+  // A GGUF's own types, each in its own arithmetic: int8 for blocks, bf16 for BF16 tensors (llama.cpp's BF16).
+  ModelOptions gguf;
+  apply_dtype_flag("gguf-math", "--dtype", gguf);
+  CHECK(gguf.int8_activations);
+  CHECK(gguf.bf16_activations);
+  CHECK(gguf.gguf_types);
   ModelOptions options;
   apply_dtype_flag("q4_1", "--dtype", options);
   CHECK_FALSE(options.int8_activations);
