@@ -103,8 +103,9 @@ void describe_run(Report& report, const Model& model, const LabOptions& o) {
                                std::to_string(model.num_threads()) + " threads");
   report.setting("dtype",
                  model.options().bf16_activations && model.options().int8_activations
-                     ? o.dtype + " weights, bf16 arithmetic for bf16 tensors and int8 for quantized ones, f32 "
-                                 "activations between ops and KV cache"
+                     ? o.dtype +
+                           " weights, bf16 arithmetic for bf16 tensors and int8 for quantized ones, f32 "
+                           "activations between ops and KV cache"
                  : model.options().bf16_activations
                      ? "bf16 weights, bf16 arithmetic in prefill GEMMs, f32 activations between ops and KV cache"
                  : model.options().int8_activations
