@@ -12,8 +12,7 @@ namespace {
 
 // The policy rows_tiling.h walks the output with: the tiles of rows_avx512.cpp, 32 products per
 // instruction: vdpbf16ps adds x[2i]·w[2i] + x[2i+1]·w[2i+1] into f32 lane i. load() reads 32 bf16
-// inputs or weights as they are. A 32-element step reads one 64-byte line of each weight row, so
-// the rows ahead (tiling::kPrefetchRows) are prefetched a line per step.
+// inputs or weights as they are. A 32-element step reads one 64-byte line of each weight row.
 struct Avx512Bf16 {
   static constexpr int kMaxInputs = 4;
   static __m512 zero() { return _mm512_setzero_ps(); }

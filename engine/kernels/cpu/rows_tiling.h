@@ -50,6 +50,26 @@ namespace servelab::cpu::tiling {
  */
 inline constexpr int kPrefetchRows = 8;
 
+/**
+ * @brief Prefetch instructions per 64-byte line of plain weight rows: each
+ *        step fetches the lines it will need kPrefetchRows ahead and the
+ *        next ones, so every line is asked for this many times.
+ *
+ * One request per line left bandwidth unused on the 2-vCPU Zen 4 VM: a
+ * prefetch that finds no free miss buffer is dropped, and the demand load
+ * then waits for the whole trip to memory. Measured one thread, batch 1,
+ * the GEMVs of a qwen2.5-0.5b decode step in turn (990 MB bf16, 1.98 GB
+ * f32), GB/s: AVX-512 f32 23-25 → 29-34, bf16 22-24 → 27-30, bf16 dot
+ * 22-23 → 28-31; AVX2 f32 23-25 → 30-34; the whole decode step (bench
+ * BM_Decode, one thread) 17-20% more tok/s in f32, bf16 and bf16 math.
+ * Eight or more per line fell below one (the prefetches crowd out the
+ * loads). Weights already in cache pay for the extra instructions: a GEMV
+ * repeated over the same 0.3-4 MB fell from 50-75 to 28-45 GB/s, but the
+ * `small` preset's decode step (a 12 MB model) moved by less than its noise
+ * (TPOT 0.56-0.67 ms before, 0.62-0.66 after, one thread).
+ */
+inline constexpr int kPrefetchesPerLine = 4;
+
 /// Elements of K one step of Isa takes: an input vector's (a power of two).
 template <typename Isa, typename X>
 constexpr int lanes() {
@@ -63,8 +83,13 @@ template <typename T>
 struct PlainRows {
   const T* w;  ///< row 0
   int K;       ///< elements per row
-  /// Elements between two prefetches: 16, one per 64-byte line of f32.
-  static constexpr int kPrefetchEvery = 16;
+  /// Elements between two prefetch points: every step.
+  static constexpr int kPrefetchEvery = 1;
+  /// Consecutive lines fetched at a prefetch point of a step over @p step elements: kPrefetchesPerLine per line read.
+  static constexpr int prefetch_lines(int step) {
+    const int lines = kPrefetchesPerLine * step * static_cast<int>(sizeof(T)) / 64;
+    return lines > 1 ? lines : 1;
+  }
   /// True when every row is a whole number of vector steps (no tail); plain rows have any K.
   static constexpr bool kWholeSteps = false;
   /// Element k of row n, as the policy's load() takes it.
@@ -93,6 +118,8 @@ struct BlockRows {
   int K;           ///< elements per row, a multiple of 32
   /// Elements between two prefetches: 64, one or two 64-byte lines of blocks.
   static constexpr int kPrefetchEvery = 64;
+  /// One line at each prefetch point (quantized rows were not measured with more).
+  static constexpr int prefetch_lines(int) { return 1; }
   /// Every row is whole blocks, and a vector step divides a block: no tail.
   static constexpr bool kWholeSteps = true;
   /// Element k of row n.
@@ -134,7 +161,11 @@ inline void step(Acc (&acc)[NR][MR], const X* x, const W& w, int K, int n, int m
   decltype(Isa::load(x, mask...)) xv[MR];
   for (int b = 0; b < MR; ++b) xv[b] = Isa::load(x + static_cast<long>(m + b) * K + k, mask...);
   for (int a = 0; a < NR; ++a) {
-    if (prefetch) _mm_prefetch(static_cast<const char*>(w.address(n + a + kPrefetchRows, k)), _MM_HINT_T2);
+    if (prefetch) {
+      const char* ahead = static_cast<const char*>(w.address(n + a + kPrefetchRows, k));
+      for (int line = 0; line < W::prefetch_lines(lanes<Isa, X>()); ++line)
+        _mm_prefetch(ahead + 64 * line, _MM_HINT_T2);
+    }
     const auto wv = load_weights<Isa>(w.at(n + a, k), mask...);
     for (int b = 0; b < MR; ++b) acc[a][b] = Isa::fma(acc[a][b], wv, xv[b]);
   }
@@ -147,8 +178,8 @@ inline void step(Acc (&acc)[NR][MR], const X* x, const W& w, int K, int n, int m
  *
  * `prefetch` says whether the rows kPrefetchRows ahead exist: they are
  * fetched while this tile computes, because the hardware prefetcher alone
- * ramps up too slowly on rows of a few KB. One prefetch per 16 elements is
- * one per 64-byte line of f32 weights. The K % lanes() tail is a masked step
+ * ramps up too slowly on rows of a few KB (kPrefetchesPerLine requests per
+ * line of plain rows, one per line of blocks). The K % lanes() tail is a masked step
  * where the policy has tail_mask() (masked loads in the main loop cost a
  * third of the bandwidth on the machines we measured), else a scalar loop
  * after the horizontal sum.
