@@ -55,9 +55,10 @@ inline constexpr int kPrefetchRows = 8;
  *        step fetches the lines it will need kPrefetchRows ahead and the
  *        next ones, so every line is asked for this many times.
  *
- * One request per line left bandwidth unused on the 2-vCPU Zen 4 VM: a
- * prefetch that finds no free miss buffer is dropped, and the demand load
- * then waits for the whole trip to memory. Measured one thread, batch 1,
+ * One request per line left bandwidth unused on the 2-vCPU Zen 4 VM (the
+ * likely cause, not observed directly: a prefetch that finds no free miss
+ * buffer is dropped, and the demand load then waits for the whole trip to
+ * memory). Measured one thread, batch 1,
  * the GEMVs of a qwen2.5-0.5b decode step in turn (990 MB bf16, 1.98 GB
  * f32), GB/s: AVX-512 f32 23-25 → 29-34, bf16 22-24 → 27-30, bf16 dot
  * 22-23 → 28-31; AVX2 f32 23-25 → 30-34; the whole decode step (bench
