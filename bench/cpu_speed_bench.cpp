@@ -4,7 +4,8 @@
  * @brief CPU speed of the engine against limits measured in the same run.
  *
  * For the qwen2.5-0.5b shape (synthetic weights), at 1 and 2 threads, f32 and
- * bf16 weights (bf16 widened to f32, and bf16 arithmetic, bf16_activations):
+ * bf16 weights (bf16 widened to f32, and bf16 arithmetic, bf16_activations),
+ * with the attention `servelab serve` runs (flash prefill, split-K decode):
  * - decode tokens/s at batch 1, context 128, beside the streaming-read
  *   bandwidth: fraction = weight bytes per token × tokens/s ÷ bandwidth;
  * - prefill tokens/s for a 512-token prompt, beside the engine's own
@@ -67,6 +68,7 @@ std::unique_ptr<Model> model(std::int64_t w, int threads, bool deterministic) {
   options.weight_dtype = dtype_of(w);
   options.deterministic = deterministic;
   options.bf16_activations = w == kBf16Math;
+  options.attention = AttentionKind::FLASH;  // what `servelab serve` runs (apps/servelab/engine_flags.h)
   return std::make_unique<Model>(preset(kPreset), weights(dtype_of(w)), options);
 }
 

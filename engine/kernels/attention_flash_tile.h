@@ -41,7 +41,8 @@ struct FlashRows {
  *
  * For each row r, with s_j = scale · q_r · k_j over the n = clamp(visible[r]
  * − t0, 0, t1 − t0) keys it may see (the online softmax, lab 05):
- * m' = max(m, max_j s_j); P_j = e^{s_j − m'} (0 for a masked key);
+ * m' = max(m, max_j s_j); P_j = e^{s_j − m'} (0 for a masked key; libm's
+ * expf in exact mode, else kernels/cpu/softmax_exp.h's vector exponential);
  * l ← e^{m − m'}·l + Σ_j P_j; Õ ← e^{m − m'}·Õ + Σ_j P_j v_j; m ← m'.
  * On a row's first tile m = −∞, so e^{m − m'} = 0 and the empty state adds
  * nothing; a row with n = 0 is left unchanged. No error is raised: the

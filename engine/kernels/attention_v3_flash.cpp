@@ -36,6 +36,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_flash_tile.h"
 #include "kernels/attention_v5_paged.h"
+#include "kernels/cpu/softmax_exp.h"
 #include "kernels/gemm.h"
 
 namespace servelab {
@@ -77,8 +78,9 @@ void flash_add_key_tile(FlashRows& acc, const float* q, int ldq, const KVView& k
     SoftmaxState& st = acc.state[static_cast<std::size_t>(r)];
     const float m_new = std::max(st.max, *std::max_element(p, p + seen));
     const float rescale = std::exp(st.max - m_new);  // 0 for the row's first tile (m = -inf)
-    float sum = 0.0f;
-    for (int j = 0; j < seen; ++j) sum += (p[j] = std::exp(p[j] - m_new));
+    // P = e^(S - m_new) and its row sum: libm in exact mode (the rounding the bit-for-bit tests know), else a
+    // vector at a time (kernels/cpu/softmax_exp.h).
+    const float sum = cpu::exp_sum_kernel(exact ? cpu::Isa::Generic : cpu::active_isa())(p, seen, m_new);
     std::fill(p + seen, p + n, 0.0f);
     st.sum = st.sum * rescale + sum;
     st.max = m_new;

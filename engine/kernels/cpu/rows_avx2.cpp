@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// AVX2 + FMA row kernel (compiled with -mavx2 -mfma -mf16c; called only after a CPU check).
+// AVX2 + FMA row kernel and softmax exponentials (compiled with -mavx2 -mfma -mf16c; called only after a CPU check).
 // Intrinsics and plain loops only, for the same reason as rows_avx512.cpp.
 #include <immintrin.h>
 
 #include "kernels/cpu/rows.h"
 #include "kernels/cpu/rows_int8_256.h"
 #include "kernels/cpu/rows_tiling.h"
+#include "kernels/cpu/softmax_exp.h"
+#include "kernels/cpu/softmax_exp_simd.h"
 
 namespace servelab::cpu {
 
@@ -17,6 +19,13 @@ struct Avx2 {
   static constexpr int kMaxInputs = 2;
   static __m256 zero() { return _mm256_setzero_ps(); }
   static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
+  static __m256 set1(float x) { return _mm256_set1_ps(x); }  // softmax_exp_simd.h
+  static void store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+  static __m256 max(__m256 a, __m256 b) { return _mm256_max_ps(a, b); }
+  static __m256 round(__m256 v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static __m256 pow2(__m256 n) {  // 2^n for integral n in [-126, 127]: n + 127 in the exponent bits
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+  }
   static __m256 load(const std::uint16_t* p) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -61,5 +70,7 @@ void rows_int8_avx2(float* out, const BlockQ8Input* x, const void* w, DType w_dt
 void rows_avx2(float* out, const float* x, const void* w, DType w_dtype, int M, int N, int K, int n0, int n1) {
   tiling::rows_any<Avx2>(out, x, w, w_dtype, M, N, K, n0, n1);
 }
+
+float exp_sum_avx2(float* p, int n, float max) { return tiling::exp_sum<Avx2>(p, n, max); }
 
 }  // namespace servelab::cpu

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
-// AVX-512 row kernel (compiled with -mavx512f -mavx512bw -mavx512vl -mfma; called only after a CPU check).
+// AVX-512 row kernel and softmax exponentials (compiled with -mavx512f -mavx512bw -mavx512vl -mfma;
+// called only after a CPU check).
 // Uses intrinsics and plain loops only: no inline library templates, whose
 // AVX-512 instantiations could be merged into code that runs on older CPUs.
 #include <immintrin.h>
 
 #include "kernels/cpu/rows.h"
 #include "kernels/cpu/rows_tiling.h"
+#include "kernels/cpu/softmax_exp.h"
+#include "kernels/cpu/softmax_exp_simd.h"
 
 namespace servelab::cpu {
 
@@ -19,6 +22,13 @@ struct Avx512 {
   // 16 bf16 widened to f32: bf16 is the top half of f32.
   static __m512 bf16_to_f32(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
   static __m512 load(const float* p) { return _mm512_loadu_ps(p); }
+  static __m512 set1(float x) { return _mm512_set1_ps(x); }  // softmax_exp_simd.h
+  static void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
+  static __m512 max(__m512 a, __m512 b) { return _mm512_max_ps(a, b); }
+  static __m512 round(__m512 v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static __m512 pow2(__m512 n) {  // 2^n for integral n in [-126, 127]: n + 127 in the exponent bits
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
+  }
   static __m512 load(const std::uint16_t* p) {
     return bf16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
@@ -46,5 +56,7 @@ struct Avx512 {
 void rows_avx512(float* out, const float* x, const void* w, DType w_dtype, int M, int N, int K, int n0, int n1) {
   tiling::rows_any<Avx512>(out, x, w, w_dtype, M, N, K, n0, n1);
 }
+
+float exp_sum_avx512(float* p, int n, float max) { return tiling::exp_sum<Avx512>(p, n, max); }
 
 }  // namespace servelab::cpu

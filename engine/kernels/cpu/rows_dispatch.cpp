@@ -9,6 +9,7 @@
 #include "core/enum_names.h"
 #include "core/error.h"
 #include "kernels/cpu/rows.h"
+#include "kernels/cpu/softmax_exp.h"
 
 namespace servelab::cpu {
 
@@ -81,6 +82,14 @@ RowsKernel rows_kernel(Isa isa) {
   if (isa == Isa::Avx2) return rows_avx2;
 #endif
   return rows_generic;
+}
+
+ExpSumKernel exp_sum_kernel(Isa isa) {
+#if defined(SERVELAB_X86_KERNELS)
+  if (isa == Isa::Avx512) return exp_sum_avx512;
+  if (isa == Isa::Avx2) return exp_sum_avx2;
+#endif
+  return exp_sum_generic;
 }
 
 Isa active_isa() {

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
-// Portable row kernel: eight interleaved partial sums, combined in a fixed tree.
+// Portable row kernel: eight interleaved partial sums, combined in a fixed tree; and the softmax
+// exponentials of softmax_exp.h with libm.
+#include <cmath>
 #include <cstddef>
 
 #include "core/quant.h"
 #include "kernels/cpu/rows.h"
+#include "kernels/cpu/softmax_exp.h"
 
 namespace servelab::cpu {
 
@@ -58,6 +61,12 @@ void rows_int8_generic(float* out, const BlockQ8Input* x, const void* w, DType w
     case DType::Q4_1: return int8_rows(out, x, static_cast<const BlockQ4_1*>(w), M, N, K, n0, n1);
     default: break;
   }
+}
+
+float exp_sum_generic(float* p, int n, float max) {
+  float sum = 0.0f;
+  for (int j = 0; j < n; ++j) sum += (p[j] = std::exp(p[j] - max));
+  return sum;
 }
 
 }  // namespace servelab::cpu
