@@ -61,6 +61,10 @@ out="$work/serving-rounds"
 rm -rf "$out" && mkdir -p "$out"
 port=18431
 max_streams=$(printf '%s\n' $streams | sort -n | tail -1)
+# Both servers' KV caches are sized for the same requests: llama-server gets one slot per stream of
+# slot_len tokens, servelab a max-model-len of slot_len (its default budget is then max_streams
+# prompts of that length and one more: servelab's resident memory is not a 4 GiB default's).
+slot_len=$((isl + osl + shared + 128))
 pid=""
 stop_server() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; }; }
 trap stop_server EXIT
@@ -74,11 +78,11 @@ start_server() {
     local cache=()
     [ "$mode" = off ] && cache=(--no-enable-prefix-caching)
     "$servelab" serve --model "${smollm2[$t]}" --dtype "$(smollm2_dtype "$t")" --threads "$threads" --port "$port" \
-      --served-model-name smollm2 --max-num-seqs "$max_streams" "${cache[@]}" >"$log" 2>&1 &
+      --served-model-name smollm2 --max-num-seqs "$max_streams" --max-model-len "$slot_len" "${cache[@]}" >"$log" 2>&1 &
   else
     # One slot per stream, each long enough for the longest prompt and its output.
     "$llama_bin/llama-server" -m "${smollm2[$t]}" -t "$threads" -tb "$threads" -np "$max_streams" \
-      -c $((max_streams * (isl + osl + shared + 128))) --port "$port" --alias smollm2 --no-webui >"$log" 2>&1 &
+      -c $((max_streams * slot_len)) --port "$port" --alias smollm2 --no-webui >"$log" 2>&1 &
   fi
   pid=$!
   wait_ready "$side" "$port" "$pid" "$log"
