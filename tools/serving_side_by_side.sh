@@ -63,7 +63,7 @@ port=18431
 max_streams=$(printf '%s\n' $streams | sort -n | tail -1)
 # Both servers' KV caches are sized for the same requests: llama-server gets one slot per stream of
 # slot_len tokens, servelab a max-model-len of slot_len (its default budget is then max_streams
-# prompts of that length and one more: servelab's resident memory is not a 4 GiB default's).
+# prompts of that length and one more, not its default sized for the model's full context).
 slot_len=$((isl + osl + shared + 128))
 pid=""
 stop_server() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; }; }
