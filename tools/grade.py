@@ -6,7 +6,8 @@ Usage: python3 tools/grade.py [--build build] [--labs all|01,04] [--json report.
        python3 tools/grade.py --answers FILE [--key key.json] [--reveal] [--labs ...] [--json ...]
 
 Prints one row per lab (tests passed, points earned of points possible) and
-writes a JSON report with every test's outcome, for an instructor to collect.
+writes a JSON report with every test's outcome, for an instructor to collect
+(a failed test's entry keeps the tail of what it printed, under "output").
 Points per test come from one file, tests/labs/points.json ("default" for
 every test, "tests" for the exceptions, by ctest test name; a test worth 0
 is run and listed but ungraded: it checks code the student does not write). A skipped test
@@ -102,17 +103,23 @@ def add_hidden(build, hidden, labs):
     return load_points(hidden / "points.json") if (hidden / "points.json").is_file() else (0, {})
 
 
+OUTPUT_TAIL = 4000  # characters of a failed test's output kept in the report: its failing checks, not its whole log
+
+
 def outcomes(junit_file):
-    """(test name, 'passed' | 'failed' | 'skipped', seconds) for each testcase of a CTest JUnit file."""
+    """(test name, 'passed' | 'failed' | 'skipped', seconds, output) for each testcase of a CTest JUnit file;
+    output is the tail of what a failed test printed, "" for the others."""
     root = ET.parse(junit_file).getroot()
     for case in root.iter("testcase"):
+        output = ""
         if case.find("failure") is not None or case.find("error") is not None or case.get("status") == "fail":
             result = "failed"
+            output = (case.findtext("system-out") or "")[-OUTPUT_TAIL:]
         elif case.find("skipped") is not None or case.get("status") in ("notrun", "disabled"):
             result = "skipped"
         else:
             result = "passed"
-        yield case.get("name"), result, float(case.get("time") or 0)
+        yield case.get("name"), result, float(case.get("time") or 0), output
 
 
 TEST_TIMEOUT = 300  # s: 5 to 20 times the slowest reference test on a 2-core laptop; ctest's own default is 1500
@@ -187,11 +194,12 @@ def main():
                 run_ctest(build, lab, junit)
             tests = []
             if junit.is_file():
-                for name, result, seconds in outcomes(junit):
+                for name, result, seconds, output in outcomes(junit):
                     points = hidden_points.get(name, hidden_default) if name.startswith("hidden: ") else \
                         special.get(name, default)
-                    tests.append({"name": name, "result": result, "seconds": seconds, "points": points,
-                                  "earned": points if result == "passed" else 0})
+                    entry = {"name": name, "result": result, "seconds": seconds, "points": points,
+                             "earned": points if result == "passed" else 0}
+                    tests.append(entry | ({"output": output} if output else {}))
             graded = [t for t in tests if t["result"] != "skipped"]
             entry = {"lab": lab, "tests": len(tests), "passed": sum(t["result"] == "passed" for t in tests),
                      "failed": sum(t["result"] == "failed" for t in tests),

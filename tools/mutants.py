@@ -31,7 +31,9 @@ reference points (a starter tree of lab N must not break labs 01 to N-1).
 wrong, the tests that caught it, points lost; and the stub rows) to a file.
 Exit status 0 when every mutant is caught and no stubbed lab earns more than
 10% of its points; 1 otherwise; 2 on bad usage or when the reference itself
-does not build or pass.
+does not build or pass. A reference test that fails is printed with its
+output and the lab graded again: passing then, it is named FLAKY and the run
+goes on; failing twice, the run stops.
 """
 import argparse
 import collections
@@ -107,6 +109,11 @@ def build(work, lab, hidden):
 
 def grade(work, lab, hidden):
     """{test name: (result, points)} of lab @p lab in the copy's build."""
+    return {t["name"]: (t["result"], t["points"]) for t in grade_results(work, lab, hidden)}
+
+
+def grade_results(work, lab, hidden):
+    """tools/grade.py's JSON entries of lab @p lab's tests (name, result, points; output when failed)."""
     report = work / "grade.json"
     command = [sys.executable, str(ROOT / "tools" / "grade.py"), "--build", str(work / "build"), "--labs", lab,
                "--points", str(ROOT / "tests" / "labs" / "points.json"), "--json", str(report)]
@@ -117,7 +124,25 @@ def grade(work, lab, hidden):
         return {}
     entry = json.loads(report.read_text())["labs"][0]
     report.unlink()
-    return {t["name"]: (t["result"], t["points"]) for t in entry["results"]}
+    return entry["results"]
+
+
+def grade_reference(work, lab, hidden):
+    """{test name: (result, points)} of the unmutated lab @p lab. A test that fails is shown with its output
+    and the lab graded once more: one that then passes is named as flaky, and the run goes on (every test
+    already ran once, strictly, in the suite itself); one that fails twice ends the run (exit 2)."""
+    results = grade_results(work, lab, hidden)
+    failed = [t for t in results if t["result"] == "failed"]
+    for t in failed:
+        print(f"mutants.py: lab {lab}: the reference fails {t['name']!r}; its output ends:\n{t.get('output', '')}",
+              flush=True)
+    reference = grade(work, lab, hidden) if failed else {t["name"]: (t["result"], t["points"]) for t in results}
+    failing = [n for n, (res, _) in reference.items() if res == "failed"]
+    if not reference or failing:
+        fail_usage(f"lab {lab}: the reference does not pass its own grade: {'; '.join(failing) or 'no tests'}")
+    for t in failed:
+        print(f"mutants.py: lab {lab}: FLAKY: {t['name']!r} failed once and passed when graded again", flush=True)
+    return reference
 
 
 def patch(work, path, reverse=False):
@@ -201,10 +226,7 @@ def main():
         ok, log = build(work, lab, args.hidden)
         if not ok:
             fail_usage(f"lab {lab}: the reference does not build in {work}:\n{log}")
-        reference = grade(work, lab, args.hidden)
-        failing = [n for n, (res, _) in reference.items() if res == "failed"]
-        if not reference or failing:
-            fail_usage(f"lab {lab}: the reference does not pass its own grade: {'; '.join(failing) or 'no tests'}")
+        reference = grade_reference(work, lab, args.hidden)
         references[lab] = score(reference)
         if args.stubs:
             saved = stub_lab(work, lab)

@@ -152,8 +152,14 @@ class Worker {
     if ((*answer)["type"] == "refused") fail("router refused the registration: ", field_string(*answer, "reason"));
     check((*answer)["type"] == "registered", "router: expected 'registered', got ", json_brief((*answer)["type"]));
     context_.self_id = field_worker(*answer, "worker_id");
-    heartbeats_ = std::jthread([this, session = field_string(*answer, "session"),
-                                interval = field_number(*answer, "heartbeat_interval", 0, 3600)](std::stop_token stop) {
+    const double interval = field_number(*answer, "heartbeat_interval", 0, 3600);
+    // The router judges a worker by the same rule: silent after four missed beats, so one late beat
+    // (a loaded machine, a long step on the router's side) is no exit.
+    if (c_.router_timeout < 4 * interval)
+      std::cerr << "servelab worker (" << to_string(c_.role) << "): warning: --router-timeout " << c_.router_timeout
+                << " s is under four of the router's heartbeats (" << interval
+                << " s each); a late beat or two will look like a dead router\n";
+    heartbeats_ = std::jthread([this, session = field_string(*answer, "session"), interval](std::stop_token stop) {
       beat(stop, session, interval);
     });
   }

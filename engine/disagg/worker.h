@@ -29,7 +29,9 @@
  *   prefill side progresses UCX (over TCP, and over shared memory when UCX
  *   emulates the get with messages), which it does not during a forward pass;
  * - a worker that hears nothing from the router for router_timeout exits
- *   (cleanly, status 0: the router is gone, not the worker broken);
+ *   (cleanly, status 0: the router is gone, not the worker broken); it warns
+ *   at registration when router_timeout is under four of the router's
+ *   heartbeats, the margin the router itself gives a worker;
  * - its heartbeats come from a thread of their own, on a socket of their own,
  *   so that a forward pass longer than the router's --worker-timeout does not
  *   get a busy worker evicted as a dead one.

@@ -24,7 +24,7 @@ def junit(cases):
 
 
 PASS = ("run", "")
-FAIL = ("fail", '<failure message="Failed"/>')
+FAIL = ("fail", '<failure message="Failed"/><system-out>' + "x" * 5000 + 'REQUIRE( ok ) failed</system-out>')
 SKIP = ("notrun", '<skipped message="Skipped"/>')
 
 
@@ -56,6 +56,11 @@ r, rep = run({"01": [("end to end", FAIL), ("refuses", PASS)], "02": [("x", PASS
 expect("a failure exits 1", r.returncode == 1, r.stdout)
 expect("a failure loses its points", rep and (rep["points"], rep["possible"]) == (2, 5), rep)
 expect("a failure is named", "failed: lab 01: end to end" in r.stdout, r.stdout)
+tests = {t["name"]: t for t in rep["labs"][0]["results"]} if rep else {}
+expect("a failure keeps the tail of its output", tests and tests["end to end"].get("output", "").endswith(
+    "REQUIRE( ok ) failed") and len(tests["end to end"]["output"]) <= 4000,
+       tests and tests["end to end"].get("output", "")[-100:])
+expect("a pass keeps no output", tests and "output" not in tests["refuses"], tests)
 # A lab with no test result at all fails: an unbuilt lab must not score as passed.
 r, rep = run({"01": [("end to end", PASS)]}, points, "1,2")
 expect("a lab with no tests exits 1", r.returncode == 1, r.stdout)

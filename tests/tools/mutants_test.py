@@ -55,5 +55,25 @@ with tempfile.TemporaryDirectory() as tmp:
     mutants.patch(work, patch_file, reverse=True)
     expect((work / "f.txt").read_text() == text, "reverting a mutant restores the file")
 
+# The reference's grade: a test failing once is shown with its output and graded again; twice ends the run.
+PASSED = {"name": "t", "result": "passed", "points": 3}
+FAILED = {"name": "t", "result": "failed", "points": 3, "output": "REQUIRE( x ) failed"}
+
+
+def reference_with(rounds):
+    calls = []
+    mutants.grade_results = lambda work, lab, hidden: calls.append(1) or rounds[len(calls) - 1]
+    try:
+        return mutants.grade_reference(None, "07", None), len(calls)
+    except SystemExit as e:
+        return e.code, len(calls)
+
+
+expect(reference_with([[PASSED]]) == ({"t": ("passed", 3)}, 1), "a passing reference is graded once")
+expect(reference_with([[FAILED], [PASSED]]) == ({"t": ("passed", 3)}, 2),
+       "a reference test failing once, then passing, is graded twice and the run goes on")
+expect(reference_with([[FAILED], [FAILED]]) == (2, 2), "a reference test failing twice ends the run with exit 2")
+expect(reference_with([[]]) == (2, 1), "a lab with no tests ends the run with exit 2")
+
 print("mutants_test:", "ok" if not failures else f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
