@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "core/checked.h"
@@ -55,7 +56,39 @@ std::shared_ptr<void> map_file(const std::filesystem::path& path, const std::str
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
   check(p != MAP_FAILED, path.string(), ": mmap failed (", std::strerror(errno), ")");
-  return std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
+  return std::shared_ptr<void>(p, FileMapping{size});
+}
+
+void FileMapping::operator()(void* base) const { ::munmap(base, size); }
+
+std::size_t release_unused_mapped_pages(const std::vector<const Tensor*>& live) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  struct Mapping {
+    std::uintptr_t begin = 0, end = 0;
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> read;  // [begin, end) of each live tensor's bytes
+  };
+  std::map<const void*, Mapping> mappings;
+  for (const Tensor* t : live) {
+    const FileMapping* m = t->empty() ? nullptr : std::get_deleter<FileMapping>(t->owner);
+    if (m == nullptr) continue;
+    Mapping& mapping = mappings[t->owner.get()];
+    mapping.begin = reinterpret_cast<std::uintptr_t>(t->owner.get());  // mmap()'s address: page-aligned
+    mapping.end = mapping.begin + m->size;
+    const auto b = reinterpret_cast<std::uintptr_t>(t->data);
+    mapping.read.emplace_back(b, b + t->nbytes());
+  }
+  std::size_t dropped = 0;
+  for (auto& [base, m] : mappings) {
+    std::sort(m.read.begin(), m.read.end());
+    m.read.emplace_back(m.end, m.end);  // the gap after the last tensor
+    std::uintptr_t unread = m.begin;    // every byte from here to the next tensor's start is read by none
+    for (const auto& [b, e] : m.read) {
+      const std::uintptr_t lo = (unread + page - 1) / page * page, hi = b / page * page;
+      if (hi > lo && ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) == 0) dropped += hi - lo;
+      unread = std::max(unread, e);
+    }
+  }
+  return dropped;
 }
 
 std::map<std::string, TensorEntry> parse_safetensors(const std::byte* base, std::size_t size, const std::string& file) {

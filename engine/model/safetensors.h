@@ -47,6 +47,27 @@ struct TensorEntry {
  */
 std::shared_ptr<void> map_file(const std::filesystem::path& path, const std::string& what, std::size_t& size);
 
+/// map_file()'s deleter: it unmaps, and `std::get_deleter<FileMapping>(owner)` tells a tensor that
+/// points into a mapped file from one on the heap.
+struct FileMapping {
+  std::size_t size = 0;  ///< bytes mapped
+  /// Unmaps the @p size bytes at @p base.
+  void operator()(void* base) const;
+};
+
+/**
+ * @brief Hands back to the OS the pages of mapped checkpoint files that no tensor of @p live reads.
+ *
+ * Loading reads every byte of a file (the NaN check, conversions, stacking), so all its pages are
+ * resident afterwards, also those of weights that were converted (bf16 from an f32 file) or stacked
+ * (q, k and v into one matrix) into heap copies: they count in the process's resident memory though
+ * nothing reads them again. This drops (MADV_DONTNEED) every whole page of a mapping that no live
+ * tensor touches; a page that one does, even in part, stays. A dropped page holds the file's bytes
+ * again if it is ever read. Tensors on the heap, and mappings no live tensor points into, are untouched.
+ * @return bytes of the pages dropped, whether or not they were resident.
+ */
+std::size_t release_unused_mapped_pages(const std::vector<const Tensor*>& live);
+
 /**
  * @brief Parses and validates a whole safetensors file held in memory (the
  *        mapping, or a fuzzer's bytes).

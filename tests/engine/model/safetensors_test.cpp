@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The safetensors reader on files written here byte by byte, so every field
 // of the format can be broken on purpose.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -216,4 +220,53 @@ TEST_CASE("loading as bf16: a bf16 file is a view, an f32 file is rounded exactl
     for (std::int64_t i = 0; i < widened.numel(); ++i)
       REQUIRE(widened.as<float>()[i] == bf16_to_f32(stored.as<std::uint16_t>()[i]));
   }
+}
+
+namespace {
+
+// Resident bytes of the mapping that starts at @p base, from this process's /proc/self/smaps.
+std::size_t resident_bytes(const void* base) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::ostringstream start;
+  start << std::hex << reinterpret_cast<std::uintptr_t>(base) << "-";
+  bool in_mapping = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (line.rfind(start.str(), 0) == 0) in_mapping = true;
+    if (in_mapping && line.rfind("Rss:", 0) == 0) return std::stoul(line.substr(4)) * 1024;  // "Rss:   12 kB"
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("pages of a mapped file that no live tensor reads are handed back, the others kept", "[safetensors]") {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  test::ScratchDir dir("st-release");
+  std::vector<std::uint8_t> bytes(64 * page);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 7 + i / page);
+  std::ofstream(dir.path() / "w.bin", std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  std::size_t size = 0;
+  const std::shared_ptr<void> mapping = map_file(dir.path() / "w.bin", "weights", size);
+  const auto* mapped = static_cast<const std::uint8_t*>(mapping.get());
+  REQUIRE(std::equal(bytes.begin(), bytes.end(), mapped));  // a load reads everything: all 64 pages resident
+  REQUIRE(resident_bytes(mapped) == 64 * page);
+  // Live: one f32 tensor over pages 10-12, in part at both ends, and one within page 40. A heap tensor,
+  // and a mapped tensor that is not passed (converted away at load), are not.
+  Tensor view;
+  view.shape = {static_cast<std::int64_t>((2 * page + 48) / 4)};
+  view.data = const_cast<std::uint8_t*>(mapped + 10 * page + 100);
+  view.owner = mapping;
+  Tensor small = view;
+  small.shape = {4};
+  small.data = const_cast<std::uint8_t*>(mapped + 40 * page + 8);
+  const Tensor heap = Tensor::zeros(DType::F32, {1024});
+  CHECK(release_unused_mapped_pages({&view, &heap, &small}) == (64 - 4) * page);
+  CHECK(resident_bytes(mapped) == 4 * page);
+  // What stays reads as before, and a dropped page holds the file's bytes again when read.
+  CHECK(std::equal(bytes.begin() + 10 * page + 100, bytes.begin() + 12 * page + 148, mapped + 10 * page + 100));
+  CHECK(std::equal(bytes.begin(), bytes.end(), mapped));
+  CHECK(heap.as<float>()[1023] == 0.0f);
+  // Nothing mapped among the tensors: nothing to drop.
+  CHECK(release_unused_mapped_pages({&heap}) == 0);
 }
