@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <vector>
 
 namespace servelab {
 
@@ -27,7 +28,14 @@ struct SamplingParams {
   void validate() const;
 };
 
-/// A per-request sampler; deterministic for a given seed on every machine.
+/**
+ * @brief A per-request sampler: the same draws for a given seed on every run.
+ *
+ * The softmax weights are floats from a vector exponential (within 4·10⁻⁷ of
+ * e^x, kernels/cpu/softmax_exp.h) summed in vector lanes, so a machine with
+ * another instruction set can differ in a probability's last bits: a draw
+ * differs there only when u falls within about 10⁻⁶ of a boundary.
+ */
 class Sampler {
  public:
   /// Validates @p params and seeds the stream.
@@ -69,6 +77,9 @@ class Sampler {
   // C++ standard, and every sampled token of a seeded request comes from it, so another
   // generator would change them all. uniform() takes its 53 bits itself (no std distribution).
   std::mt19937_64 rng_;
+  // sample()'s scratch, [vocab] each, kept between calls so that a token allocates nothing.
+  std::vector<std::int32_t> ids_;
+  std::vector<float> cold_weights_;
 };
 
 /**

@@ -92,11 +92,14 @@ TEST_CASE("invalid sampling parameters name the flag", "[sampler][bad-input]") {
 
 namespace {
 
-// The sampler's definition, step by step over the whole vocabulary sorted: what the ranking made
-// only as far as the draw reads must reproduce, draw for draw, from the same seed.
+// The sampler's definition, step by step over the whole vocabulary sorted, in double precision: what
+// the ranking made only as far as the draw reads must reproduce, draw for draw, from the same seed,
+// except where u lies so close to the edge of the drawn id's interval that the float weights of ids
+// far below the best one (Sampler's sum) can move the edge past it.
 struct SortedReference {
   SamplingParams params;
   std::mt19937_64 rng{params.seed};
+  double margin = 0.0;  // of the last draw: how far u was from the nearer edge of the drawn id's interval
   std::int32_t sample(const std::vector<float>& logits) {
     std::vector<std::int32_t> ids(logits.size());
     std::iota(ids.begin(), ids.end(), 0);
@@ -118,11 +121,38 @@ struct SortedReference {
     }
     const double u = unit_double(rng());
     double cdf = 0.0;
-    for (std::size_t i = 0; i < keep; ++i)
-      if (u < (cdf += probs[i] / mass)) return ids[i];
+    for (std::size_t i = 0; i < keep; ++i) {
+      const double below = cdf;
+      if (u < (cdf += probs[i] / mass)) {
+        margin = std::min(u - below, cdf - u);
+        return ids[i];
+      }
+    }
+    margin = 0.0;
     return ids[keep - 1];
   }
 };
+
+// Draws @p draws tokens from @p logits with Sampler and the reference, from the same seed: every
+// draw must agree, or lie within 1e-6 of an edge (then it is counted). Returns how many draws landed
+// 512 or more ranks deep, and the count of edge cases in @p at_edge.
+int compare_with_reference(const std::vector<float>& logits, const SamplingParams& params, int draws, int& at_edge) {
+  Sampler fast(params);
+  SortedReference reference{params};
+  int deep = 0;
+  at_edge = 0;
+  for (int i = 0; i < draws; ++i) {
+    const std::int32_t want = reference.sample(logits), got = fast.sample(logits);
+    if (got != want) {
+      INFO("draw " << i << ": " << got << " where the reference drew " << want << ", u " << reference.margin
+                   << " from the edge");
+      REQUIRE(reference.margin < 1e-6);
+      ++at_edge;
+    }
+    deep += std::count_if(logits.begin(), logits.end(), [&](float l) { return l > logits[want]; }) >= 512;
+  }
+  return deep;
+}
 
 }  // namespace
 
@@ -135,14 +165,21 @@ TEST_CASE("ranking only as far as the draw reads gives the fully sorted definiti
   for (const SamplingParams params :
        {SamplingParams{1.0f, 0, 1.0f, 3}, SamplingParams{20.0f, 0, 1.0f, 4}, SamplingParams{200.0f, 0, 0.95f, 5},
         SamplingParams{0.7f, 40, 0.9f, 6}, SamplingParams{50.0f, 30000, 1.0f, 7}}) {
-    Sampler fast(params);
-    SortedReference reference{params};
-    int deep = 0;
-    for (int i = 0; i < 100; ++i) {
-      const std::int32_t want = reference.sample(logits);
-      REQUIRE(fast.sample(logits) == want);
-      deep += std::count_if(logits.begin(), logits.end(), [&](float l) { return l > logits[want]; }) >= 512;
-    }
+    int at_edge = 0;
+    const int deep = compare_with_reference(logits, params, 100, at_edge);
+    CHECK(at_edge == 0);                                // no draw here comes near enough to an edge
     if (params.temperature >= 20.0f) CHECK(deep > 30);  // the test reached past the first two passes
   }
+}
+
+// The case the float weights are for: a few likely ids, and 50k ids just over 9·T below them whose
+// weights (each about e^-9.5 of the best) hold a quarter of the mass and are summed in float.
+TEST_CASE("a large mass far below the best ids moves a draw only at an edge", "[sampler]") {
+  std::vector<float> logits = test::random_floats(49152, 23);
+  for (float& l : logits) l = 0.5f + 0.4f * l;  // [0.1, 0.9]: cold, under 10 - 9
+  for (int i = 0; i < 10; ++i) logits[i * 4099] = 10.0f - 0.1f * static_cast<float>(i);
+  int at_edge = 0;
+  const int deep = compare_with_reference(logits, SamplingParams{1.0f, 0, 1.0f, 11}, 2000, at_edge);
+  CHECK(deep > 200);            // many draws walked deep into the float-summed ids
+  CHECK(at_edge <= 2000 / 50);  // and few of them met an edge
 }
