@@ -65,6 +65,26 @@ Model::Model(ModelConfig config, ModelWeights weights, const ModelOptions& optio
     weights_ = ModelWeights{};
     return;
   }
+  // The file pages of the weights stacked or converted below stay resident after the load read
+  // them, yet are never read again: for SmolLM2-135M from an f32 GGUF, the q/k/v and gate/up
+  // sources are 280 MB of the process's resident memory. They are handed back layer by layer, so
+  // the sources and their stacked copies are never all resident at once (the load's peak).
+  // live_after(n): the tensors the model still reads once the first n layers are stacked.
+  auto live_after = [&](std::size_t n) {
+    std::vector<const Tensor*> live{&weights_.embed_tokens, &weights_.norm, &weights_.lm_head};
+    for (std::size_t i = 0; i < weights_.layers.size(); ++i) {
+      const LayerWeights& w = weights_.layers[i];
+      for (const Tensor* t : {&w.input_layernorm, &w.o_proj, &w.post_attention_layernorm, &w.down_proj})
+        live.push_back(t);
+      if (i >= n)
+        for (const Tensor* t :
+             {&w.q_proj, &w.k_proj, &w.v_proj, &w.q_bias, &w.k_bias, &w.v_bias, &w.gate_proj, &w.up_proj})
+          live.push_back(t);
+    }
+    for (const FusedLayer& f : fused_)
+      for (const Tensor* t : {&f.qkv_proj, &f.qkv_bias, &f.gate_up_proj}) live.push_back(t);
+    return live;
+  };
   // Stack q/k/v and gate/up so each sublayer input is multiplied once (one
   // pass of threads, one larger GEMM), and make the per-projection tensors
   // views into the stacks so no weight is held twice.
@@ -84,17 +104,8 @@ Model::Model(ModelConfig config, ModelWeights weights, const ModelOptions& optio
     w.gate_proj = f.gate_up_proj.rows(0, inter);
     w.up_proj = f.gate_up_proj.rows(inter, 2 * inter);
     fused_.push_back(std::move(f));
+    release_unused_mapped_pages(live_after(fused_.size()));
   }
-  // The file pages of the weights stacked or converted above stay resident after the load read
-  // them, yet are never read again: for SmolLM2-135M from an f32 GGUF, the q/k/v and gate/up
-  // sources are 280 MB of the process's resident memory.
-  std::vector<const Tensor*> live{&weights_.embed_tokens, &weights_.norm, &weights_.lm_head};
-  for (const LayerWeights& w : weights_.layers)
-    for (const Tensor* t : {&w.input_layernorm, &w.o_proj, &w.post_attention_layernorm, &w.down_proj})
-      live.push_back(t);
-  for (const FusedLayer& f : fused_)
-    for (const Tensor* t : {&f.qkv_proj, &f.qkv_bias, &f.gate_up_proj}) live.push_back(t);
-  release_unused_mapped_pages(live);
 }
 
 Model::~Model() = default;
