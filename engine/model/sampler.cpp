@@ -5,7 +5,6 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <vector>
 
 #include "core/error.h"
@@ -88,9 +87,6 @@ std::int32_t Sampler::sample(std::span<const float> logits) {
   // to the sum, each below 1e-4 of the best, so they are computed a vector at a time in float
   // (kernels/cpu/softmax_exp.h). libm's exp for all 50k ids was a fifth of a draw's time before.
   auto weight = [&](float logit) { return std::exp((logit - top) / temperature); };
-  double sum_all =
-      cpu::exp_sum_kernel(cpu::active_isa())(cold_weights.data(), static_cast<int>(cold_weights.size()), 0.0f);
-  for (std::size_t i = 0; i < hot; ++i) sum_all += weight(logits[ids[i]]);
   auto higher = [&](std::int32_t a, std::int32_t b) {
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   };
@@ -113,10 +109,12 @@ std::int32_t Sampler::sample(std::span<const float> logits) {
   }
   // The sum in rank order once all the kept ids are ranked (top-k), else the sum of every weight.
   double sum = 0.0;
-  if (keep < ids.size())
+  if (keep < ids.size()) {
     for (std::size_t i = 0; i < keep; ++i) sum += weight(logits[ids[i]]);
-  else
-    sum = sum_all;
+  } else {
+    sum = cpu::exp_sum_kernel(cpu::active_isa())(cold_weights.data(), static_cast<int>(cold_weights.size()), 0.0f);
+    for (std::size_t i = 0; i < hot; ++i) sum += weight(logits[ids[i]]);
+  }
   auto prob = [&](std::size_t rank) {
     rank_to(rank + 1);
     return weight(logits[ids[rank]]) / sum;

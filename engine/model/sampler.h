@@ -31,7 +31,8 @@ struct SamplingParams {
 /**
  * @brief A per-request sampler: the same draws for a given seed on every run.
  *
- * The softmax weights are floats from a vector exponential (within 4·10⁻⁷ of
+ * The weights of ids more than 9·T below the best logit only add to the
+ * softmax's sum; they are floats from a vector exponential (within 4·10⁻⁷ of
  * e^x, kernels/cpu/softmax_exp.h) summed in vector lanes, so a machine with
  * another instruction set can differ in a probability's last bits: a draw
  * differs there only when u falls within about 10⁻⁶ of a boundary.
