@@ -8,8 +8,9 @@
 #include <httplib.h>
 
 #include "core/json.h"
-#include "engine_flags.h"
+#include "cli/trace_flags.h"
 #include "command.h"
+#include "engine_flags.h"
 #include "loadgen/bench_client.h"
 
 namespace servelab::cli {
@@ -27,6 +28,7 @@ struct BenchArgs {
   std::string dataset_path;
   std::vector<std::string> goodput;
   bool compare_in_process = false;
+  TraceFlags trace;  // --trace: the in-process run's steps, to set beside `servelab serve --trace`
   bool save_result = false;
   std::string result_filename = "bench_serve.json";
 };
@@ -63,6 +65,7 @@ int run_bench_serve(BenchArgs& a) {
   BenchLabels labels;
   labels.request_rate = a.request_rate;
   labels.goodput = parse_goodput(a.goodput);
+  const std::unique_ptr<ChromeTrace> trace = open_trace(a.trace);  // a bad path fails now, not after the HTTP run
   check(a.num_prompts >= 1, "--num-prompts must be >= 1, got ", a.num_prompts);
   const ServerModel server = ask_server(a.client);
   if (a.given_model) {
@@ -100,8 +103,13 @@ int run_bench_serve(BenchArgs& a) {
     std::unique_ptr<Model> model = load_model(a.engine);
     Engine engine(*model, engine_config(a.engine, model->config(),
                                         [](const std::string& line) { std::cerr << "bench serve: " << line << "\n"; }));
+    if (trace) trace->attach(engine, "servelab bench serve, in process");
     std::cerr << "bench serve: the same workload in process (no HTTP) ...\n";
     labels.in_process_tokens_per_second = run_in_process(engine, workload, a.client.max_concurrency);
+    if (trace) {
+      trace->close();
+      std::cerr << "bench serve: trace " << trace->summary() << "\n";
+    }
   }
   std::cout << format_bench_result(result, a.client, labels) << std::flush;
   if (a.save_result) {
@@ -153,11 +161,14 @@ Command add_bench_command(CLI::App& app) {
   command->add_option("--timeout", a->client.timeout_s, "per-request read timeout, seconds")->capture_default_str();
   command->add_flag("--compare-in-process", a->compare_in_process,
                     "also run the workload through the engine in this process and print the HTTP overhead");
+  add_trace_flags(*command, a->trace);
   command->add_flag("--save-result", a->save_result, "write the result JSON (vLLM's field names)");
   command->add_option("--result-filename", a->result_filename, "where --save-result writes")->capture_default_str();
   return {bench, [a, command] {
             a->given_model =
                 command->get_option("--model")->count() > 0 || command->get_option("--preset")->count() > 0;
+            check(a->trace.path.empty() || a->compare_in_process,
+                  "--trace records the in-process run's steps: it needs --compare-in-process");
             return run_bench_serve(*a);
           }};
 }

@@ -25,6 +25,7 @@ struct ServeArgs {
   ServerConfig server;
   std::string served_model_name;
   TraceFlags trace;
+  long batch_wait_us = EngineLoop::kDefaultBatchWait.count();
 };
 
 int run_serve(const ServeArgs& a) {
@@ -77,7 +78,7 @@ int run_serve(const ServeArgs& a) {
   engine.add_observer(&dashboard);
   ServerConfig server_config = a.server;
   server_config.dashboard = &dashboard;
-  EngineLoop loop(engine);
+  EngineLoop loop(engine, std::chrono::microseconds(a.batch_wait_us));
   OpenAIServer server(loop, served, server_config);
   const int port = server.start();
   std::cerr << "servelab serve: model " << served.name << " (" << c.name << "), " << engine.num_blocks()
@@ -137,6 +138,12 @@ Command add_serve_command(CLI::App& app) {
                    "seconds a client has to send a whole request (headers and body); slower ones are cut")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 3600.0));
+  command
+      ->add_option("--batch-wait-us", a->batch_wait_us,
+                   "when a request finds the engine idle, wait until no other has arrived for this long (at most "
+                   "10x, or until --max-num-seqs are waiting) so a burst is prefilled together; 0 = step at once")
+      ->capture_default_str()
+      ->check(CLI::Range(0L, 1000000L));
   return {command, [a] { return run_serve(*a); }};
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/timer.h"
 #include "serve/metrics.h"
 
 namespace servelab {
@@ -37,7 +38,10 @@ bool RequestStream::finished() const {
   return finished_;
 }
 
-EngineLoop::EngineLoop(Engine& engine) : engine_(engine) {
+EngineLoop::EngineLoop(Engine& engine, std::chrono::microseconds batch_wait)
+    : engine_(engine), batch_wait_(batch_wait) {
+  check(batch_wait >= std::chrono::microseconds(0) && batch_wait <= std::chrono::seconds(1),
+        "--batch-wait-us must be in [0, 1000000], got ", batch_wait.count());
   update_gauges();
   thread_ = std::thread([this] { run(); });
 }
@@ -49,7 +53,7 @@ std::shared_ptr<RequestStream> EngineLoop::submit(EngineRequest request) {
   {
     std::lock_guard lock(mutex_);
     if (!stopping_) {
-      pending_.push_back({std::move(request), stream});
+      pending_.push_back({std::move(request), stream, now_seconds()});
       wake_ = true;
       work_.notify_one();
       return stream;
@@ -98,7 +102,9 @@ void EngineLoop::run() {
     {
       std::unique_lock lock(mutex_);
       // Sleep only when the engine is idle; a running batch steps again at once.
+      const bool idle = !engine_.has_unfinished_requests();
       work_.wait(lock, [&] { return stopping_ || wake_ || engine_.has_unfinished_requests(); });
+      if (idle) gather_burst(lock);
       wake_ = false;
       if (stopping_) break;
     }
@@ -132,6 +138,21 @@ void EngineLoop::run() {
   announce_step();
 }
 
+void EngineLoop::gather_burst(std::unique_lock<std::mutex>& lock) {
+  // Clients that arrive together (a burst, or a batch of streams that all finished in one step and send
+  // their next requests at once) reach the handlers over a millisecond or two. Stepping at the first
+  // arrival would prefill it alone and the rest a whole prefill later, in smaller, slower batches.
+  // vLLM's V0 scheduler had the same pause before prefills (--scheduler-delay-factor).
+  if (batch_wait_.count() == 0 || pending_.empty()) return;
+  const auto give_up = std::chrono::steady_clock::now() + 10 * batch_wait_;
+  const std::size_t full = static_cast<std::size_t>(engine_.config().scheduler.max_num_seqs);
+  for (std::size_t seen = 0; seen != pending_.size() && pending_.size() < full && !stopping_;) {
+    seen = pending_.size();
+    const auto until = std::min(give_up, std::chrono::steady_clock::now() + batch_wait_);
+    work_.wait_until(lock, until, [&] { return stopping_ || pending_.size() != seen; });
+  }
+}
+
 void EngineLoop::on_step(std::function<void()> listener) {
   std::lock_guard lock(mutex_);
   on_step_ = std::move(listener);
@@ -160,8 +181,11 @@ void EngineLoop::admit_pending() {
       }
     }
     try {
-      const int id =
-          engine_.add_request(p.request.prompt, p.request.sampling, p.request.max_tokens, p.request.stop_token_ids);
+      // Arrival is when the handler submitted it, not this step boundary: the wait for the step in flight
+      // (a long prefill's whole length) is part of the request's queue time and TTFT.
+      const double arrival = std::max(0.0, engine_.now() - (now_seconds() - p.submitted));
+      const int id = engine_.add_request(p.request.prompt, p.request.sampling, p.request.max_tokens,
+                                         p.request.stop_token_ids, arrival);
       std::lock_guard lock(s.mutex_);
       s.request_id_ = id;
       s.admitted_ = true;

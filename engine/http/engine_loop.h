@@ -90,8 +90,17 @@ struct EngineLoopStats {
 /// Runs an Engine on its own thread and serves every handler through continuous batching.
 class EngineLoop {
  public:
-  /// Starts the loop thread over @p engine, which must outlive this object and is touched only by that thread.
-  explicit EngineLoop(Engine& engine);
+  /// The default of `servelab serve --batch-wait-us`.
+  static constexpr std::chrono::microseconds kDefaultBatchWait{500};
+
+  /**
+   * @brief Starts the loop thread over @p engine, which must outlive this object and is touched only by that thread.
+   * @param batch_wait when a request finds the engine idle, the loop waits for more before its first step: until
+   *        no other arrives for this long, the arrivals fill max_num_seqs, or 10 × this has passed. 0 steps at once.
+   *        A running batch never waits.
+   * @throws Error naming --batch-wait-us when @p batch_wait is outside [0, 1 s].
+   */
+  explicit EngineLoop(Engine& engine, std::chrono::microseconds batch_wait = kDefaultBatchWait);
   /// Aborts what is left and joins the thread (shutdown()).
   ~EngineLoop();
   EngineLoop(const EngineLoop&) = delete;
@@ -123,6 +132,7 @@ class EngineLoop {
 
  private:
   void run();
+  void gather_burst(std::unique_lock<std::mutex>& lock);  // the wait batch_wait_ describes, under mutex_
   void admit_pending();
   void abort_cancelled();
   void deliver(const std::vector<RequestOutput>& outputs);
@@ -132,11 +142,13 @@ class EngineLoop {
   void announce_step();
 
   Engine& engine_;
+  const std::chrono::microseconds batch_wait_;
   mutable std::mutex mutex_;      // guards pending_, stopping_, metrics_, stats_
   std::condition_variable work_;  // signalled by submit(), abort(), shutdown()
   struct Pending {
     EngineRequest request;
     std::shared_ptr<RequestStream> stream;
+    double submitted;  // now_seconds() at submit(): the request's arrival, as vLLM's API server stamps it
   };
   std::vector<Pending> pending_;  // submitted, not yet admitted
   bool stopping_ = false;

@@ -18,6 +18,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 #include "http/dashboard_routes.h"
@@ -54,6 +55,7 @@ struct Reply final : SseSource {
         stream(std::move(s)),
         text(tokenizer, std::move(stop_strings)),
         header(std::move(h)),
+        format(header),
         usage(u),
         include_usage(with_usage) {}
 
@@ -95,7 +97,10 @@ struct Reply final : SseSource {
     std::string out;
     for (std::size_t i = 0; i < pieces.size(); ++i) {
       const bool last = ended && i + 1 == pieces.size();
-      out += sse(chunk_object(header, pieces[i].text, pieces[i].ids, last ? finish_reason : "", first_chunk));
+      if (last || first_chunk)
+        out += sse(chunk_object(header, pieces[i].text, pieces[i].ids, last ? finish_reason : "", first_chunk));
+      else
+        format.append_event(out, pieces[i].text, pieces[i].ids);
       first_chunk = false;
     }
     if (ended) {
@@ -109,6 +114,7 @@ struct Reply final : SseSource {
   std::shared_ptr<RequestStream> stream;
   TextStream text;
   ResponseHeader header;
+  ChunkFormat format;  // header's middle chunks, serialized once
   Usage usage;
   bool include_usage;
   RequestStream::Update first;  // what arrived with the admission, not yet sent
@@ -200,7 +206,15 @@ class ConnectionStream final : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
 
+  /// The SSE writer has ended this response's chunked body: the library's own last chunk is not sent again.
+  void body_ended_by_writer() { drop_last_chunk_ = true; }
+
   ssize_t write(const char* ptr, std::size_t size) override {
+    if (drop_last_chunk_) {
+      drop_last_chunk_ = false;
+      // cpp-httplib's DataSink::done() writes the last chunk in one call; anything else is passed on.
+      if (std::string_view(ptr, size) == SseWriter::kLastChunk) return static_cast<ssize_t>(size);
+    }
     std::size_t sent = 0;
     while (sent < size) {
       if (!poll_once(POLLOUT, 5000)) return -1;  // a client that reads nothing for 5 s is gone
@@ -269,6 +283,7 @@ class ConnectionStream final : public httplib::Stream {
   std::size_t budget_ = 0;
   bool over_budget_ = false;
   bool cut_ = false;
+  bool drop_last_chunk_ = false;
 };
 
 // The connection a handler thread is serving, for the route handlers and the error handler.
@@ -280,8 +295,9 @@ class GuardedServer : public httplib::Server {
   static constexpr int kRejectThreads = 4;
   /// A keep-alive connection closes after this long without a request, seconds (cpp-httplib's setting was 2).
   static constexpr double kKeepAliveIdleSeconds = 2.0;
-  /// ... or after this many requests (cpp-httplib's default).
-  static constexpr int kKeepAliveRequests = 5;
+  /// ... or after this many requests: nginx's `keepalive_requests` default. cpp-httplib's 5 made a
+  /// benchmark client reconnect every fifth request, a TCP handshake and a new handler on the step's cores.
+  static constexpr int kKeepAliveRequests = 1000;
   /// Bytes the request line and headers may take.
   static constexpr std::size_t kHeaderBytes = 64 << 10;
   /// Bytes a body may take on the wire beyond --max-body-bytes: a chunked body's framing.
@@ -472,12 +488,13 @@ struct OpenAIServer::Impl {
 
   void stream_reply(httplib::Response& res, const std::shared_ptr<Reply>& reply) {
     res.set_header("Cache-Control", "no-cache");
-    // The headers are on the socket when the provider first runs; the writer sends every chunk but the last.
+    // The headers are on the socket when the provider first runs; the writer sends every chunk, the last one too.
     res.set_chunked_content_provider(
         "text/event-stream",
         [this, reply](std::size_t, httplib::DataSink& sink) {
           // false: the client left (or the server stops); the connection is dropped and the releaser aborts.
           if (!current_connection || !writer.stream(current_connection->socket(), *reply)) return false;
+          current_connection->body_ended_by_writer();
           sink.done();
           return true;
         },

@@ -2,9 +2,11 @@
 #include "http/openai_protocol.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 
+#include "core/error.h"
 #include "core/json.h"
 #include "core/utf8.h"
 #include "workload/text.h"
@@ -240,6 +242,35 @@ json chunk_object(const ResponseHeader& h, const std::string& text, const std::v
   }
   out["choices"] = json::array({choice});
   return out;
+}
+
+ChunkFormat::ChunkFormat(const ResponseHeader& header) {
+  // One chunk dumped with marks where the text and the ids go. A dumped string value escapes its
+  // quotes and backslashes, so the quoted mark and the key can match nowhere else (the model's name
+  // included); the keys' order is nlohmann's (sorted), whatever it is.
+  const std::string text_mark = json("\x01").dump(), ids_mark = "\"token_ids\":[]";
+  const std::string whole = chunk_object(header, "\x01", {}, "", false).dump();
+  const std::size_t text_at = whole.find(text_mark), ids_at = whole.find(ids_mark);
+  check(text_at != std::string::npos && ids_at != std::string::npos && text_at < ids_at,
+        "ChunkFormat: unexpected chunk layout ", whole);
+  const std::size_t ids_open = ids_at + ids_mark.size() - 1;  // just past '['
+  before_text_ = "data: " + whole.substr(0, text_at);
+  before_ids_ = whole.substr(text_at + text_mark.size(), ids_open - (text_at + text_mark.size()));
+  after_ids_ = whole.substr(ids_open) + "\n\n";
+}
+
+void ChunkFormat::append_event(std::string& out, const std::string& text,
+                               std::span<const std::int32_t> token_ids) const {
+  out += before_text_;
+  out += json(text).dump();
+  out += before_ids_;
+  for (std::size_t i = 0; i < token_ids.size(); ++i) {
+    if (i) out += ',';
+    char digits[16];
+    const auto end = std::to_chars(digits, digits + sizeof digits, token_ids[i]).ptr;
+    out.append(digits, end);
+  }
+  out += after_ids_;
 }
 
 json usage_chunk(const ResponseHeader& h, const Usage& usage) {

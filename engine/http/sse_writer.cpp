@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 
@@ -23,6 +24,7 @@ struct SseWriter::Entry {
   bool ended = false;  // the source gave its last events
   std::chrono::steady_clock::time_point last_progress;
   bool done = false, ok = false;  // under mutex_: the handler's answer
+  std::condition_variable finished;  // the handler waits here: a reply's end wakes its own handler only
 };
 
 SseWriter::SseWriter(std::chrono::milliseconds stall_timeout) : stall_timeout_(stall_timeout) {
@@ -64,7 +66,7 @@ bool SseWriter::stream(int fd, SseSource& source) {
   added_.push_back(e);
   active_.fetch_add(1);
   wake();
-  finished_.wait(lock, [&] { return e->done; });
+  e->finished.wait(lock, [&] { return e->done; });
   return e->ok;
 }
 
@@ -73,9 +75,9 @@ void SseWriter::finish(Entry& e, bool ok) {
     std::lock_guard lock(mutex_);
     e.done = true;
     e.ok = ok;
+    e.finished.notify_one();  // under the lock: the handler may free the entry as soon as it sees done
   }
   active_.fetch_sub(1);
-  finished_.notify_all();
 }
 
 bool SseWriter::service(Entry& e, std::chrono::steady_clock::time_point now) {
@@ -83,11 +85,16 @@ bool SseWriter::service(Entry& e, std::chrono::steady_clock::time_point now) {
     bool ended = false;
     const std::string events = e.source->take_events(ended);
     e.ended = ended;
-    if (!events.empty()) {
-      char size[24];
-      const int len = std::snprintf(size, sizeof size, "%zx\r\n", events.size());
+    if (!events.empty() || ended) {
       if (e.pending.empty()) e.last_progress = now;  // a stall counts from when bytes start waiting
-      e.pending.append(size, static_cast<std::size_t>(len)).append(events).append("\r\n");
+      if (!events.empty()) {
+        char size[24];
+        const int len = std::snprintf(size, sizeof size, "%zx\r\n", events.size());
+        e.pending.append(size, static_cast<std::size_t>(len)).append(events).append("\r\n");
+      }
+      // The body's last chunk goes out with the last events: the client has the whole reply, and can
+      // send its next request, without waiting for the handler thread to be woken to write it.
+      if (ended) e.pending.append(kLastChunk);
     }
   }
   while (e.sent < e.pending.size()) {

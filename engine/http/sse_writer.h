@@ -19,11 +19,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -44,6 +44,8 @@ class SseSource {
 /// Writes HTTP/1.1 chunked SSE bodies for many connections from one thread.
 class SseWriter {
  public:
+  /// The zero-length chunk that ends an HTTP/1.1 chunked body (no trailers).
+  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
   /// Most bytes a reply may have waiting for a slow client; past this the client is dropped.
   static constexpr std::size_t kMaxPendingBytes = 4 << 20;
 
@@ -62,8 +64,9 @@ class SseWriter {
    * @brief Streams @p source to the connected socket @p fd as HTTP chunks, until its last event
    *        is written; blocks the calling (handler) thread meanwhile.
    *
-   * The response's status line and headers must already be on the socket; the final
-   * zero-length chunk is the caller's (cpp-httplib's `DataSink::done()`).
+   * The response's status line and headers must already be on the socket. The body's last
+   * (zero-length) chunk, kLastChunk, is written too, with the last events: the caller must not
+   * write it again.
    * @return true when every byte was written; false when the client stopped reading, the
    *         socket failed, or the writer was stopped.
    */
@@ -84,7 +87,6 @@ class SseWriter {
   const std::chrono::milliseconds stall_timeout_;
   int wake_fd_ = -1;  // eventfd: notify() and stream() wake the writer's poll()
   std::mutex mutex_;  // guards added_, stopping_ and every Entry's done/ok
-  std::condition_variable finished_;
   std::vector<std::shared_ptr<Entry>> added_;  // registered, not yet taken by the writer
   bool stopping_ = false;
   std::atomic<int> active_{0};  // replies registered and not finished: notify() is free at 0

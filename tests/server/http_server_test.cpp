@@ -106,6 +106,23 @@ TEST_CASE("streamed text equals non-streamed text equals generate()", "[server]"
   CHECK(w["usage"] == *s.usage);
 }
 
+TEST_CASE("streamed replies end once each: three in a row on one keep-alive connection", "[server]") {
+  // The SSE writer sends the body's last chunk with the last events, and the handler's own is dropped:
+  // a missing one would hang the first reply, a doubled one would be read as the next reply's status line.
+  LiveServer live;
+  httplib::Client client = live.client();
+  client.set_keep_alive(true);
+  const json request = {{"prompt", "Prefill"}, {"max_tokens", 4}, {"stream", true}, {"ignore_eos", true}};
+  for (int i = 0; i < 3; ++i) {
+    const auto res = client.Post("/v1/completions", request.dump(), "application/json");
+    REQUIRE(res);
+    REQUIRE(res->status == 200);
+    const Streamed s = parse_sse(res->body, false);
+    CHECK(s.done);
+    CHECK(s.ids.size() == 4);
+  }
+}
+
 TEST_CASE("a stop string ends the reply before it, with finish_reason stop, streamed or not", "[server]") {
   LiveServer live;
   const json plain = {{"prompt", json::array({1, 2, 3})}, {"max_tokens", 40}, {"temperature", 0}, {"ignore_eos", true}};

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The server's parts that need no socket: request parsing and its 4xx
-// messages, stop strings over a streamed reply, Prometheus rendering.
+// messages, stream chunks serialized once per reply, stop strings over a
+// streamed reply, Prometheus rendering.
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 #include "http/openai_protocol.h"
 #include "http/prometheus.h"
@@ -121,6 +123,24 @@ TEST_CASE("response objects carry OpenAI's fields and the error object its shape
   const auto err = error_object(404, "no such model", "model");
   CHECK(err["error"]["type"] == "not_found_error");
   CHECK(err["error"]["code"] == 404);
+}
+
+TEST_CASE("a reply's middle chunks pre-serialized are byte for byte the JSON chunk objects", "[server]") {
+  // A model name with a quote, a backslash and the mark ChunkFormat splits on; texts that need escaping.
+  const std::string model = "m\"x\\ \x01 \"token_ids\":[]";
+  const std::vector<std::int32_t> one{7}, three{0, 49151, 2147483647}, none{};
+  for (const Endpoint endpoint : {Endpoint::completions, Endpoint::chat_completions}) {
+    const ResponseHeader h{endpoint, "id-\x01", 1790000000, model};
+    const ChunkFormat format(h);
+    for (const std::string text : {"", "plain", "a \"quote\", a \\ and a\nline\ttab", "\x01\x1f control",
+                                   "\xea\xb0\x80 \xf0\x9f\x99\x82 utf-8"}) {
+      for (const auto& ids : {one, three, none}) {
+        std::string got = "kept";
+        format.append_event(got, text, ids);
+        CHECK(got == "kept" + ("data: " + chunk_object(h, text, ids, "", false).dump() + "\n\n"));
+      }
+    }
+  }
 }
 
 TEST_CASE("a stop string is cut out even when it spans tokens, and nothing after it is sent", "[server]") {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The SSE writer on a socket pair: HTTP chunk framing, events that wait for a slow reader coalesced,
-// a reader that stops reading or closes dropped, and stop() ending every stream.
+// The SSE writer on a socket pair: HTTP chunk framing (the last chunk too), events that wait for a
+// slow reader coalesced, a reader that stops reading or closes dropped, and stop() ending every stream.
 #include "http/sse_writer.h"
 
 #include <poll.h>
@@ -73,17 +73,24 @@ struct SocketPair {
   }
 };
 
-// Undoes HTTP/1.1 chunked framing; REQUIREs that every chunk is well formed.
-std::string unchunk(const std::string& wire, int& chunks) {
+// Undoes HTTP/1.1 chunked framing; REQUIREs that every chunk is well formed and that nothing follows
+// the last (zero-length) chunk; @p ended says whether that chunk came.
+std::string unchunk(const std::string& wire, int& chunks, bool& ended) {
   std::string body;
   std::size_t at = 0;
   chunks = 0;
+  ended = false;
   while (at < wire.size()) {
+    REQUIRE_FALSE(ended);
     const std::size_t eol = wire.find("\r\n", at);
     REQUIRE(eol != std::string::npos);
     const std::size_t len = std::stoul(wire.substr(at, eol - at), nullptr, 16);
-    REQUIRE(len > 0);  // the writer never sends the last chunk: that is the caller's
     REQUIRE(wire.substr(eol + 2 + len, 2) == "\r\n");
+    if (len == 0) {  // the last chunk, no trailers
+      ended = true;
+      at = eol + 4;
+      continue;
+    }
     body += wire.substr(eol + 2, len);
     at = eol + 2 + len + 2;
     ++chunks;
@@ -110,8 +117,10 @@ TEST_CASE("the SSE writer sends each step's events as one HTTP chunk and returns
   CHECK(done.get());
   wire += sockets.read_for(50ms);
   int chunks = 0;
-  CHECK(unchunk(wire, chunks) == "data: {\"a\":1}\n\ndata: {\"b\":2}\n\ndata: {\"c\":3}\n\ndata: [DONE]\n\n");
+  bool ended = false;
+  CHECK(unchunk(wire, chunks, ended) == "data: {\"a\":1}\n\ndata: {\"b\":2}\n\ndata: {\"c\":3}\n\ndata: [DONE]\n\n");
   CHECK(chunks == 3);  // b and c arrived in one step: one chunk
+  CHECK(ended);        // the body's last chunk went with the last events (the handler writes nothing more)
 }
 
 TEST_CASE("the SSE writer drops a reader that stops reading, and one that closes, with false", "[server]") {
