@@ -253,7 +253,7 @@ ChunkFormat::ChunkFormat(const ResponseHeader& header) {
   const std::size_t text_at = whole.find(text_mark), ids_at = whole.find(ids_mark);
   check(text_at != std::string::npos && ids_at != std::string::npos && text_at < ids_at,
         "ChunkFormat: unexpected chunk layout ", whole);
-  const std::size_t ids_open = ids_at + ids_mark.size() - 1;  // just past '['
+  const std::size_t ids_open = ids_at + ids_mark.size() - 1;  // the empty array's ]
   before_text_ = "data: " + whole.substr(0, text_at);
   before_ids_ = whole.substr(text_at + text_mark.size(), ids_open - (text_at + text_mark.size()));
   after_ids_ = whole.substr(ids_open) + "\n\n";

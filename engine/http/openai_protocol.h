@@ -117,9 +117,9 @@ nlohmann::json chunk_object(const ResponseHeader& header, const std::string& tex
  *
  * The header fields and the keys are the same in every such chunk of a reply: they are serialized
  * once, and each event only escapes its text and prints its ids between them. The bytes equal
- * `"data: " + chunk_object(header, text, ids, "", false).dump() + "\n\n"`. At the `small`
- * preset's few milliseconds per step, building and dumping a JSON object per token was a tenth
- * of what the server spent beside the engine (docs/serving.md, "HTTP overhead").
+ * `"data: " + chunk_object(header, text, ids, "", false).dump() + "\n\n"`. Measured in a loop
+ * of its own: 0.17 µs a chunk, against 2.9 µs for building and dumping the JSON object
+ * (docs/serving.md, "HTTP overhead").
  */
 class ChunkFormat {
  public:
