@@ -112,6 +112,7 @@ void EngineLoop::run() {
     abort_cancelled();
     if (engine_.has_unfinished_requests()) deliver(engine_.step());
     update_gauges();
+    end_streams();
     announce_step();
   }
   // Shutdown aborts: queued requests are refused, running ones end with finish_reason "abort".
@@ -131,10 +132,11 @@ void EngineLoop::run() {
     engine_.abort_request(s->request_id_);
     record_finished(engine_.request(s->request_id_), FinishReason::ABORT);
     engine_.release_request(s->request_id_);
-    finish_stream(*s, FinishReason::ABORT);
+    ended_.emplace_back(s, FinishReason::ABORT);
   }
   active_.clear();
   update_gauges();
+  end_streams();
   announce_step();
 }
 
@@ -213,7 +215,7 @@ void EngineLoop::abort_cancelled() {
     engine_.abort_request(s->request_id_);
     record_finished(engine_.request(s->request_id_), reason);
     engine_.release_request(s->request_id_);
-    finish_stream(*s, reason);
+    ended_.emplace_back(s, reason);
     return true;
   });
 }
@@ -232,9 +234,14 @@ void EngineLoop::deliver(const std::vector<RequestOutput>& outputs) {
     if (out.finish_reason == FinishReason::NONE) continue;
     record_finished(engine_.request(out.request_id), out.finish_reason);
     engine_.release_request(out.request_id);
-    finish_stream(*s, out.finish_reason);
+    ended_.emplace_back(s, out.finish_reason);
     active_.erase(it);
   }
+}
+
+void EngineLoop::end_streams() {
+  for (auto& [s, reason] : ended_) finish_stream(*s, reason);
+  ended_.clear();
 }
 
 void EngineLoop::finish_stream(RequestStream& s, FinishReason reason) {

@@ -28,6 +28,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "http/prometheus.h"
@@ -136,6 +137,8 @@ class EngineLoop {
   void admit_pending();
   void abort_cancelled();
   void deliver(const std::vector<RequestOutput>& outputs);
+  // Finishes ended_'s streams, after update_gauges(): a client whose reply has ended finds its request gone from /metrics.
+  void end_streams();
   void finish_stream(RequestStream& stream, FinishReason reason);
   void record_finished(const Request& request, FinishReason reason);
   void update_gauges();
@@ -151,6 +154,8 @@ class EngineLoop {
     double submitted;  // now_seconds() at submit(): the request's arrival, as vLLM's API server stamps it
   };
   std::vector<Pending> pending_;  // submitted, not yet admitted
+  // Loop thread only: the requests released this iteration, whose streams end_streams() finishes.
+  std::vector<std::pair<std::shared_ptr<RequestStream>, FinishReason>> ended_;
   bool stopping_ = false;
   bool wake_ = false;  // an abort or submit happened since the loop last looked
   std::function<void()> on_step_;  // on_step()'s listener
