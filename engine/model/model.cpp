@@ -249,11 +249,15 @@ void Model::count_step(const Batch& batch) {
 
 namespace {
 
-// The greedy choice of each of the @p logits' rows of @p vocab_size (servelab::argmax).
-std::vector<std::int32_t> argmax_rows(std::span<const float> logits, int vocab_size) {
+// The greedy choice of each of the @p logits' rows of @p vocab_size (servelab::argmax), the rows spread
+// over @p pool: a 16-row decode step of the small preset spent ~190 us in this loop on one thread while
+// the others waited for the next step.
+std::vector<std::int32_t> argmax_rows(std::span<const float> logits, int vocab_size, ThreadPool& pool) {
   const auto V = static_cast<std::size_t>(vocab_size);
   std::vector<std::int32_t> tokens(logits.size() / V);
-  for (std::size_t r = 0; r < tokens.size(); ++r) tokens[r] = argmax(logits.subspan(r * V, V));
+  pool.parallel_for(tokens.size(), [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) tokens[r] = argmax(logits.subspan(r * V, V));
+  });
   return tokens;
 }
 
@@ -273,7 +277,7 @@ std::pair<std::unique_ptr<KVCache>, Batch> Model::scratch_cache(const Batch& bat
 }
 
 std::vector<std::int32_t> Model::forward_greedy(const Batch& batch, KVCache& cache) {
-  if (!device_) return argmax_rows(forward(batch, cache), config_.vocab_size);
+  if (!device_) return argmax_rows(forward(batch, cache), config_.vocab_size, *pool_);
   check_batch(batch, &cache);
   count_step(batch);
   std::vector<std::int32_t> tokens = device_->forward_greedy(batch, cache);  // argmax on the device: 4 bytes per row
@@ -282,7 +286,7 @@ std::vector<std::int32_t> Model::forward_greedy(const Batch& batch, KVCache& cac
 }
 
 std::vector<std::int32_t> Model::forward_greedy(const Batch& batch) {
-  if (!device_) return argmax_rows(forward(batch), config_.vocab_size);
+  if (!device_) return argmax_rows(forward(batch), config_.vocab_size, *pool_);
   check_batch(batch, nullptr);
   count_step(batch);
   auto [cache, pointed] = scratch_cache(batch);
