@@ -8,6 +8,7 @@
 #include <httplib.h>
 
 #include "core/json.h"
+#include "core/timer.h"
 #include "cli/trace_flags.h"
 #include "command.h"
 #include "engine_flags.h"
@@ -90,10 +91,14 @@ int run_bench_serve(BenchArgs& a) {
             << server.name << "\n";
 
   const int total = static_cast<int>(workload.size());
+  const double server_cpu_before = server_cpu_seconds(a.client), client_cpu_before = process_cpu_seconds();
   const BenchResult result = run_bench(workload, a.client, [total](int done, int) {
     if (done == total || done % std::max(1, total / 10) == 0)
       std::cerr << "bench serve: " << done << "/" << total << " done\n";
   });
+  labels.client_cpu_seconds = process_cpu_seconds() - client_cpu_before;
+  if (const double after = server_cpu_seconds(a.client); server_cpu_before >= 0 && after >= server_cpu_before)
+    labels.server_cpu_seconds = after - server_cpu_before;
   if (result.connection_limit > 0)
     std::cerr
         << "bench serve: ulimit -n allowed " << result.connection_limit
@@ -105,7 +110,9 @@ int run_bench_serve(BenchArgs& a) {
                                         [](const std::string& line) { std::cerr << "bench serve: " << line << "\n"; }));
     if (trace) trace->attach(engine, "servelab bench serve, in process");
     std::cerr << "bench serve: the same workload in process (no HTTP) ...\n";
+    const double cpu_before = process_cpu_seconds();
     labels.in_process_tokens_per_second = run_in_process(engine, workload, a.client.max_concurrency);
+    labels.in_process_cpu_seconds = process_cpu_seconds() - cpu_before;
     if (trace) {
       trace->close();
       std::cerr << "bench serve: trace " << trace->summary() << "\n";

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file timer.h
- * @brief Wall-clock time in seconds from a monotonic clock, and timing of repeated runs.
+ * @brief Wall-clock time in seconds from a monotonic clock, the process's CPU time, and timing of repeated runs.
  */
 #pragma once
+
+#include <sys/resource.h>
 
 #include <chrono>
 #include <functional>
@@ -15,6 +17,16 @@ namespace servelab {
 inline double now_seconds() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+/// CPU seconds this process has used so far, user and system, every thread's (getrusage(RUSAGE_SELF)).
+inline double process_cpu_seconds() {
+  rusage u{};
+  if (::getrusage(RUSAGE_SELF, &u) != 0) return 0;  // cannot fail for RUSAGE_SELF
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+  };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
 }
 
 /**

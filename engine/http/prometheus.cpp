@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "http/prometheus.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 
 #include "core/error.h"
+#include "core/timer.h"
 
 namespace servelab {
 
@@ -60,6 +64,17 @@ void render_gauge(std::string& out, const std::string& name, const std::string& 
   out += name + " " + number(value) + "\n";
 }
 
+void render_process_metrics(std::string& out) {
+  render_counter(out, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+                 process_cpu_seconds());
+  // The second field of /proc/self/statm is the resident set in pages.
+  long pages_total = 0, pages_resident = 0;
+  std::ifstream statm("/proc/self/statm");
+  if (statm >> pages_total >> pages_resident)
+    render_gauge(out, "process_resident_memory_bytes", "Resident memory size in bytes.",
+                 static_cast<double>(pages_resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)));
+}
+
 std::vector<double> ServerMetrics::latency_buckets() {
   return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
           0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0};
@@ -97,6 +112,7 @@ std::string ServerMetrics::render() const {
   const int total = kv_blocks_used + kv_blocks_free;
   render_gauge(out, "servelab:kv_cache_usage_perc", "Fraction of KV blocks in use, 0..1.",
                total > 0 ? static_cast<double>(kv_blocks_used) / total : 0.0);
+  render_process_metrics(out);
   return out;
 }
 

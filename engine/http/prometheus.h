@@ -51,6 +51,13 @@ void render_counter(std::string& out, const std::string& name, const std::string
 /// Appends a gauge (a value now) with its HELP and TYPE lines.
 void render_gauge(std::string& out, const std::string& name, const std::string& help, double value);
 
+/**
+ * @brief Appends the process's own metrics under the names Prometheus client libraries give them (and vLLM's
+ *        server therefore exports): `process_cpu_seconds_total` (user + system, every thread) and
+ *        `process_resident_memory_bytes`.
+ */
+void render_process_metrics(std::string& out);
+
 /// What the server counts, each as vLLM names it; owned by the engine loop and read under its lock.
 struct ServerMetrics {
   /// Latency buckets, seconds: vLLM's TTFT buckets (1 ms to 160 s), fine enough for CPU steps.
@@ -74,7 +81,7 @@ struct ServerMetrics {
   /// servelab:prefix_cache_hits_total (vllm:prefix_cache_hits): of those, tokens found cached.
   long prefix_cache_hits = 0;
 
-  /// The whole `GET /metrics` body.
+  /// The whole `GET /metrics` body, render_process_metrics() included.
   std::string render() const;
 };
 

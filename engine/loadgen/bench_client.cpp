@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -312,6 +313,44 @@ BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchC
   return result;
 }
 
+double server_cpu_seconds(const BenchConfig& config) {
+  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> easy(curl_easy_init(), curl_easy_cleanup);
+  if (!easy) return -1;
+  std::string body;
+  const bool ipv6 = config.host.find(':') != std::string::npos;
+  const std::string url =
+      "http://" + (ipv6 ? "[" + config.host + "]" : config.host) + ":" + std::to_string(config.port) + "/metrics";
+  // The body is read whole up to 4 MiB (a servelab /metrics is a few KiB); past that the transfer is cut.
+  const auto on_metrics = +[](char* data, std::size_t size, std::size_t n, void* user) -> std::size_t {
+    auto* out = static_cast<std::string*>(user);
+    if (out->size() + size * n > (4u << 20)) return 0;
+    out->append(data, size * n);
+    return size * n;
+  };
+  CURL* e = easy.get();
+  curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(e, CURLOPT_PROXY, "");
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT, 10L);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_metrics);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
+  long status = 0;
+  if (curl_easy_perform(e) != CURLE_OK || curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK ||
+      status != 200)
+    return -1;
+  constexpr std::string_view name = "process_cpu_seconds_total ";
+  for (std::size_t at = 0; at < body.size();) {
+    const std::size_t end = std::min(body.find('\n', at), body.size());
+    const std::string_view line(body.data() + at, end - at);
+    at = end + 1;
+    if (!line.starts_with(name)) continue;
+    double value = -1;
+    const auto [ptr, ec] = std::from_chars(line.data() + name.size(), line.data() + line.size(), value);
+    return ec == std::errc() && ptr == line.data() + line.size() && std::isfinite(value) && value >= 0 ? value : -1;
+  }
+  return -1;
+}
+
 const BenchRequestResult* first_failure(const BenchResult& result) {
   for (const BenchRequestResult& r : result.requests)
     if (!r.success && !r.disconnected) return &r;
@@ -416,6 +455,17 @@ std::string format_bench_result(const BenchResult& result, const BenchConfig& co
     line("In-process output throughput (tok/s):", labels.in_process_tokens_per_second, 2);
     line("Through HTTP / in-process:", output_tps / labels.in_process_tokens_per_second, 3);
   }
+  // Where the machine's CPU went, per output token: on shared cores the HTTP run's throughput is about what
+  // the cores give divided by the server's and the client's costs together.
+  const auto cpu_line = [&](const char* label, double seconds) {
+    if (seconds >= 0 && t.output_tokens > 0) line(label, seconds * 1e6 / static_cast<double>(t.output_tokens), 1);
+  };
+  if (labels.server_cpu_seconds >= 0 || labels.client_cpu_seconds >= 0 || labels.in_process_cpu_seconds >= 0) {
+    out += section("CPU per output token (servelab)", '-');
+    cpu_line("Server CPU per output token (us):", labels.server_cpu_seconds);
+    cpu_line("Client CPU per output token (us):", labels.client_cpu_seconds);
+    cpu_line("In-process CPU per output token (us):", labels.in_process_cpu_seconds);
+  }
   out += std::string(50, '=') + "\n";
   return out;
 }
@@ -473,6 +523,12 @@ json bench_result_json(const BenchResult& result, const BenchConfig& config, con
   put("tpot", t.m.tpot);
   put("itl", t.m.itl);
   put("e2el", t.m.e2e);
+  const auto cpu_field = [&](const char* key, double seconds) {
+    if (seconds >= 0 && t.output_tokens > 0) j[key] = seconds * 1e6 / static_cast<double>(t.output_tokens);
+  };
+  cpu_field("server_cpu_us_per_output_token", labels.server_cpu_seconds);
+  cpu_field("client_cpu_us_per_output_token", labels.client_cpu_seconds);
+  cpu_field("in_process_cpu_us_per_output_token", labels.in_process_cpu_seconds);
   if (labels.in_process_tokens_per_second > 0) {
     j["in_process_output_throughput"] = labels.in_process_tokens_per_second;
     j["http_overhead_ratio"] = (d > 0 ? t.output_tokens / d : 0) / labels.in_process_tokens_per_second;

@@ -90,7 +90,17 @@ struct BenchLabels {
   std::string request_rate = "inf";         ///< as given
   SLO goodput;                              ///< --goodput SLOs (0 = none)
   double in_process_tokens_per_second = 0;  ///< --compare-in-process result; 0 = not run
+  /// CPU seconds (user + system, all threads) each side used for the run; < 0 = not measured.
+  /// server: the server's `process_cpu_seconds_total` after the HTTP run less before it;
+  /// client: this process during the HTTP run; in_process: this process during the in-process run.
+  double server_cpu_seconds = -1, client_cpu_seconds = -1, in_process_cpu_seconds = -1;
 };
+
+/**
+ * @brief The server's `process_cpu_seconds_total` from its `GET /metrics`.
+ * @return the value; a negative number when the server does not answer or does not export it.
+ */
+double server_cpu_seconds(const BenchConfig& config);
 
 /// The block `vllm bench serve` prints, line for line, plus servelab's extra lines.
 std::string format_bench_result(const BenchResult& result, const BenchConfig& config, const BenchLabels& labels);

@@ -372,3 +372,36 @@ TEST_CASE("a bounded load with random hang-ups finishes every request and return
   CHECK(j["completed"] == completed);
   CHECK(j["ttfts"].size() == 200);
 }
+
+TEST_CASE("bench serve reads the server's CPU time from /metrics and prints each side's CPU per output token",
+          "[server]") {
+  LiveServer live;
+  BenchConfig bench;
+  bench.port = live.port;
+  bench.model = "tiny-chat";
+  bench.ignore_eos = true;
+  const double before = server_cpu_seconds(bench);
+  CHECK(before > 0);  // loading the model took CPU
+  WorkloadSpec spec;
+  spec.num_requests = 8;
+  spec.prompt_len = LengthDist::fixed(16);
+  spec.output_len = LengthDist::fixed(16);
+  const BenchResult result = run_bench(make_workload(spec, live.model->config().vocab_size), bench);
+  const double after = server_cpu_seconds(bench);
+  CHECK(after > before);
+
+  BenchLabels labels;
+  labels.server_cpu_seconds = 0.0128;  // 128 output tokens: 100 us each
+  labels.client_cpu_seconds = 0.00064;
+  const std::string block = format_bench_result(result, bench, labels);
+  CHECK(block.find("Server CPU per output token (us):        100.0 ") != std::string::npos);
+  CHECK(block.find("Client CPU per output token (us):        5.0 ") != std::string::npos);
+  CHECK(block.find("In-process CPU") == std::string::npos);  // not measured: no line
+  const json j = bench_result_json(result, bench, labels);
+  CHECK(j["server_cpu_us_per_output_token"].get<double>() == Approx(100.0));
+  CHECK(!j.contains("in_process_cpu_us_per_output_token"));
+  CHECK(format_bench_result(result, bench, {}).find("CPU per output token") == std::string::npos);
+
+  bench.port = 1;  // nothing listens there
+  CHECK(server_cpu_seconds(bench) < 0);
+}

@@ -4,6 +4,13 @@
 // streamed reply, Prometheus rendering.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -190,4 +197,49 @@ TEST_CASE("a histogram renders cumulative buckets, sum and count", "[server]") {
         "# HELP x_seconds help\n# TYPE x_seconds histogram\n"
         "x_seconds_bucket{le=\"0.10000000000000001\"} 1\nx_seconds_bucket{le=\"1\"} 2\n"
         "x_seconds_bucket{le=\"+Inf\"} 3\nx_seconds_sum 3.5499999999999998\nx_seconds_count 3\n");
+}
+
+namespace {
+
+// The value on the line `name value` of a Prometheus text body; fails the test when there is none.
+double metric(const std::string& text, const std::string& name) {
+  const std::size_t at = text.find("\n" + name + " ");
+  REQUIRE(at != std::string::npos);
+  return std::strtod(text.c_str() + at + name.size() + 2, nullptr);
+}
+
+}  // namespace
+
+TEST_CASE("the process metrics are this process's CPU time and resident memory", "[server]") {
+  const auto render = [] {
+    std::string out = "\n";
+    render_process_metrics(out);
+    return out;
+  };
+  // CPU: user and system time of every thread, the clock C's clock() reads too. Half of the busy time is
+  // spent in system calls, so a count of user time alone falls short.
+  const auto busy = [](auto&& work) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    while (std::chrono::steady_clock::now() < until) work();
+  };
+  volatile double sink = 0;
+  busy([&] { sink = sink + 1; });
+  busy([] { ::close(-1); });  // a real system call each time (it fails at once: EBADF)
+  const double cpu = metric(render(), "process_cpu_seconds_total");
+  const double c_clock = static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
+  CHECK(cpu >= 0.15);
+  CHECK(std::abs(cpu - c_clock) < 0.05);
+
+  // Memory: the resident pages, not the address space. 64 MiB allocated counts only once it is touched.
+  const double before = metric(render(), "process_resident_memory_bytes");
+  constexpr std::size_t kBytes = 64u << 20;
+  char* block = static_cast<char*>(std::malloc(kBytes));  // above malloc's mmap threshold: fresh pages
+  REQUIRE(block != nullptr);
+  const double allocated = metric(render(), "process_resident_memory_bytes");
+  std::memset(block, 1, kBytes);
+  const double touched = metric(render(), "process_resident_memory_bytes");
+  std::free(block);
+  CHECK(before > 1e6);
+  CHECK(allocated - before < 0.25 * kBytes);
+  CHECK(touched - allocated > 0.9 * kBytes);
 }
