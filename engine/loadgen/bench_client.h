@@ -90,10 +90,11 @@ struct BenchLabels {
   std::string request_rate = "inf";         ///< as given
   SLO goodput;                              ///< --goodput SLOs (0 = none)
   double in_process_tokens_per_second = 0;  ///< --compare-in-process result; 0 = not run
-  /// CPU seconds (user + system, all threads) each side used for the run; < 0 = not measured.
-  /// server: the server's `process_cpu_seconds_total` after the HTTP run less before it;
-  /// client: this process during the HTTP run; in_process: this process during the in-process run.
-  double server_cpu_seconds = -1, client_cpu_seconds = -1, in_process_cpu_seconds = -1;
+  /// CPU seconds (user + system, every thread) the server used for the HTTP run: its
+  /// `process_cpu_seconds_total` after less before; < 0 = not measured.
+  double server_cpu_seconds = -1;
+  double client_cpu_seconds = -1;      ///< CPU seconds this process used during the HTTP run; < 0 = not measured
+  double in_process_cpu_seconds = -1;  ///< CPU seconds this process used for --compare-in-process; < 0 = not run
 };
 
 /**
