@@ -405,3 +405,28 @@ TEST_CASE("bench serve reads the server's CPU time from /metrics and prints each
   bench.port = 1;  // nothing listens there
   CHECK(server_cpu_seconds(bench) < 0);
 }
+
+TEST_CASE("a /metrics body that is not a CPU count is refused, never read as one", "[server]") {
+  // A stand-in server whose /metrics says what each case needs.
+  httplib::Server fake;
+  std::string body;
+  fake.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) { res.set_content(body, "text/plain"); });
+  const int port = fake.bind_to_any_port("127.0.0.1");
+  REQUIRE(port > 0);
+  std::thread serving([&] { fake.listen_after_bind(); });
+  BenchConfig bench;
+  bench.port = port;
+  body = "# HELP x\nprocess_cpu_seconds_total 12.5\n";
+  CHECK(server_cpu_seconds(bench) == 12.5);
+  for (const char* bad : {"process_cpu_seconds_total nan\n", "process_cpu_seconds_total inf\n",
+                          "process_cpu_seconds_total -3\n", "process_cpu_seconds_total 1e999\n",
+                          "process_cpu_seconds_total 12.5s\n", "process_cpu_seconds_total\n", "other_metric 1\n"}) {
+    body = bad;
+    INFO(bad);
+    CHECK(server_cpu_seconds(bench) < 0);
+  }
+  body = std::string(5u << 20, '#') + "\nprocess_cpu_seconds_total 1\n";  // past the 4 MiB the client reads
+  CHECK(server_cpu_seconds(bench) < 0);
+  fake.stop();
+  serving.join();
+}
