@@ -167,6 +167,12 @@ std::size_t sockets_left() {
   return limit.rlim_cur > reserved ? limit.rlim_cur - reserved : 0;
 }
 
+// The server's URL for @p path; an IPv6 address goes in brackets.
+std::string server_url(const BenchConfig& config, const char* path) {
+  const bool ipv6 = config.host.find(':') != std::string::npos;
+  return "http://" + (ipv6 ? "[" + config.host + "]" : config.host) + ":" + std::to_string(config.port) + path;
+}
+
 struct MultiDeleter {
   void operator()(CURLM* m) const { curl_multi_cleanup(m); }
 };
@@ -224,9 +230,7 @@ BenchResult run_bench(const std::vector<WorkloadRequest>& workload, const BenchC
   add_header("Content-Type: application/json");
   add_header("Expect:");  // the body goes with the headers: no 100-continue round trip
   if (!config.api_key.empty()) add_header("Authorization: Bearer " + config.api_key);
-  const bool ipv6 = config.host.find(':') != std::string::npos;
-  const std::string url = "http://" + (ipv6 ? "[" + config.host + "]" : config.host) + ":" +
-                          std::to_string(config.port) + "/v1/completions";
+  const std::string url = server_url(config, "/v1/completions");
 
   // Who hangs up, and after how many tokens (1 to 4), is drawn in request order, so a seed repeats it.
   std::vector<int> hang_up_after(n, 0);
@@ -317,9 +321,7 @@ double server_cpu_seconds(const BenchConfig& config) {
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> easy(curl_easy_init(), curl_easy_cleanup);
   if (!easy) return -1;
   std::string body;
-  const bool ipv6 = config.host.find(':') != std::string::npos;
-  const std::string url =
-      "http://" + (ipv6 ? "[" + config.host + "]" : config.host) + ":" + std::to_string(config.port) + "/metrics";
+  const std::string url = server_url(config, "/metrics");
   // The body is read whole up to 4 MiB (a servelab /metrics is a few KiB); past that the transfer is cut.
   const auto on_metrics = +[](char* data, std::size_t size, std::size_t n, void* user) -> std::size_t {
     auto* out = static_cast<std::string*>(user);
