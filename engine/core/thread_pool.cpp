@@ -18,16 +18,18 @@ namespace servelab {
 
 namespace {
 
-// How long an idle worker spins before it sleeps: long enough to bridge the
-// gaps between the loops of one model step, short enough not to burn a core
-// while the engine waits for something else.
-constexpr auto kSpinBeforeSleep = std::chrono::microseconds(200);
+// How long an idle worker spins before it sleeps, and how long the caller spins for the chunks
+// other threads have taken before it sleeps until the last one is done. Briefly while the cores
+// are oversubscribed (SpinPolicy): equal chunks finish within microseconds of each other, a thread
+// that takes longer has lost its core, and spinning on would keep the core that thread may be
+// waiting for. Long otherwise: the worker bridges the gaps between the loops of one step, and both
+// ride out the millisecond for which a light load beside the engine takes a core.
+constexpr auto kWorkerSpinShort = std::chrono::microseconds(200);
+constexpr auto kCallerSpinShort = std::chrono::microseconds(50);
+constexpr auto kSpinLong = std::chrono::microseconds(2000);
 
-// How long the caller spins for the chunks other threads have taken before it sleeps until the
-// last one is done. Equal chunks finish within microseconds of each other; a thread that takes
-// longer than this has lost its core, and spinning on would keep the core that thread may be
-// waiting for (when cores are shared, it is often this one).
-constexpr auto kCallerSpin = std::chrono::microseconds(50);
+// How often the caller reads its scheduler counters: a few time slices, and a few syscalls a second.
+constexpr auto kPolicyWindow = std::chrono::milliseconds(10);
 
 std::pair<std::size_t, std::size_t> chunk(std::size_t n, int parts, int index) {
   return {n * static_cast<std::size_t>(index) / static_cast<std::size_t>(parts),
@@ -100,7 +102,9 @@ void ThreadPool::worker_loop() {
     int polls = 0;
     while (generation_.load() == seen && !stop_.load()) {
       SERVELAB_CPU_RELAX();
-      if (++polls % 256 != 0 || std::chrono::steady_clock::now() - idle_since < kSpinBeforeSleep) continue;
+      if (++polls % 256 != 0) continue;
+      const auto spin = spin_long_.load(std::memory_order_relaxed) ? kSpinLong : kWorkerSpinShort;
+      if (std::chrono::steady_clock::now() - idle_since < spin) continue;
       // Sleep. seq_cst on sleeping_ and generation_ pairs with parallel_for's
       // bump-then-check, so a wake-up cannot be lost.
       std::unique_lock lock(mutex_);
@@ -115,12 +119,26 @@ void ThreadPool::worker_loop() {
   }
 }
 
+void ThreadPool::update_spin_policy() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - policy_read_at_ < kPolicyWindow) return;
+  policy_read_at_ = now;
+  // Counters are per thread: a new caller starts a new average.
+  if (std::this_thread::get_id() != policy_thread_) {
+    policy_thread_ = std::this_thread::get_id();
+    policy_ = SpinPolicy();
+  }
+  if (const auto stat = thread_sched_stat()) policy_.observe(*stat);
+  spin_long_.store(policy_.spin_long(), std::memory_order_relaxed);
+}
+
 void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn,
                               std::size_t min_per_thread) {
   if (workers_.empty() || n < 2 * std::max<std::size_t>(1, min_per_thread)) {
     if (n > 0) fn(0, n);
     return;
   }
+  update_spin_policy();
   const int parts = num_threads();
   job_ = &fn;
   job_n_ = n;
@@ -136,10 +154,11 @@ void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_
   // The caller takes chunks too, and every chunk no worker has taken yet: a worker that has not
   // started (its core is busy with another process) then delays nothing.
   run_claimed_chunks(job);
+  const auto spin = spin_long_.load(std::memory_order_relaxed) ? kSpinLong : kCallerSpinShort;
   const auto spin_since = std::chrono::steady_clock::now();
   for (int polls = 1; done_.load() != parts; ++polls) {
     SERVELAB_CPU_RELAX();
-    if (polls % 64 != 0 || std::chrono::steady_clock::now() - spin_since < kCallerSpin) continue;
+    if (polls % 64 != 0 || std::chrono::steady_clock::now() - spin_since < spin) continue;
     // A chunk's thread lost its core: sleep until it is done. seq_cst on caller_sleeping_ and
     // done_ pairs with run_claimed_chunks' add-then-check, so the wake-up cannot be lost.
     std::unique_lock lock(mutex_);

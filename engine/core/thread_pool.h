@@ -21,13 +21,17 @@
  * whoever is running takes the next unclaimed one, the caller included, and
  * a worker that has not started claims nothing. The caller waits only for
  * chunks already taken; it spins briefly, then sleeps until the last one is
- * done, giving its core to the thread it waits for. The chunk boundaries
+ * done, giving its core to the thread it waits for. How long both spin
+ * follows the load (SpinPolicy): up to 2 ms while the cores are not
+ * oversubscribed, so that a light load's bursts are ridden out on a held
+ * core, and 50-200 µs while they are. The chunk boundaries
  * depend only on the loop's size and the pool's, never on who runs them, so
  * results do not change.
  */
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +40,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "core/spin_policy.h"
 
 namespace servelab {
 
@@ -77,6 +83,9 @@ class ThreadPool {
   /// Claims and runs chunks of job number @p job until none is left (or another job has started).
   void run_claimed_chunks(std::uint64_t job) noexcept;
 
+  /// Every kPolicyWindow, feeds the caller's scheduler counters to policy_ and publishes its choice.
+  void update_spin_policy();
+
   void stop_workers() noexcept;  // wakes every worker, tells it to exit, and joins it
   std::vector<std::thread> workers_;
   const std::function<void(std::size_t, std::size_t)>* job_ = nullptr;  // published by generation_
@@ -87,6 +96,10 @@ class ThreadPool {
   std::atomic<int> sleeping_{0};              // workers blocked on wake_
   std::atomic<bool> caller_sleeping_{false};  // the caller blocked on done_cv_
   std::atomic<bool> stop_{false};
+  std::atomic<bool> spin_long_{false};  // policy_'s choice, read by the idle workers
+  SpinPolicy policy_;                   // the caller's alone
+  std::thread::id policy_thread_;       // whose counters policy_ holds
+  std::chrono::steady_clock::time_point policy_read_at_;
   std::mutex mutex_;  // guards wake_, done_cv_ and error_
   std::condition_variable wake_;
   std::condition_variable done_cv_;

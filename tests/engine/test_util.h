@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"  // REQUIRE_ERROR_MENTIONS catches servelab::Error
+
 namespace servelab::test {
 
 /// Folder holding the committed Hugging Face fixtures (see tests/fixtures/PROVENANCE.md).
