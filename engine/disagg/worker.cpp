@@ -110,9 +110,11 @@ class Worker {
       const bool busy = engine_.has_unfinished_requests() || prefill_.holding() || decode_.waiting_for_kv();
       // Whatever a message holds or causes (a frame that is not JSON, a field of the wrong type, a
       // zmq error), it is dropped and counted: only the router's shutdown or silence ends the loop.
+      bool heard = false;
       try {
         if (const auto m = receive_message(socket_, busy ? 0 : 2)) {
           last_heard = now_seconds();
+          heard = true;
           shutdown = handle(*m);
         }
       } catch (const std::exception& e) {
@@ -120,7 +122,10 @@ class Worker {
       }
       transport_.progress();
       const double now = now_seconds();
-      if (now - last_heard > c_.router_timeout) {
+      // Silence is judged only after a receive that found nothing queued: handling a message or a step
+      // may itself take seconds (a peer check that times out after kCheckSeconds), and the router's
+      // heartbeats wait in the socket meanwhile.
+      if (!heard && now - last_heard > c_.router_timeout) {
         std::cerr << "servelab worker (" << to_string(c_.role) << "): no word from the router for " << c_.router_timeout
                   << " s; exiting\n";
         break;
