@@ -28,7 +28,7 @@ DType checked_dtype(const Tensor& w) {
 constexpr int kRowBlock = 16;
 
 // Where the row kernels stop beating oneDNN (rows_kernel_max_m(), measured in gemm.h).
-constexpr int kRowsMaxMAvx512Dnnl = 64, kRowsMaxMAvx2Dnnl = 16;
+constexpr int kRowsMaxMAvx512Dnnl = 64, kRowsMaxMAvx2Dnnl = 32;
 
 // Runs fn(n0, n1) on the pool over blocks of kRowBlock weight rows.
 template <typename Fn>

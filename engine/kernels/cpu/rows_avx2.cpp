@@ -15,8 +15,11 @@ namespace {
 
 // The policy rows_tiling.h walks the output with: the scheme of rows_avx512.cpp, 8 lanes wide,
 // and the K % 8 tail summed one element at a time. Quantized blocks are read a quarter at a time (r.j = 0, 8, 16, 24).
+// Three inputs per tile: 12 accumulators, 3 inputs and a weight fill the 16 registers. Against two
+// (8 accumulators), a batch of 16 decodes multiplied SmolLM2-135M's 30 layers in 0.88-0.91× the
+// time and a batch of 32 in 0.78-0.89× (2-vCPU Zen 3, 2 threads, three alternating runs).
 struct Avx2 {
-  static constexpr int kMaxInputs = 2;
+  static constexpr int kMaxInputs = 3;
   static __m256 zero() { return _mm256_setzero_ps(); }
   static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
   static __m256 set1(float x) { return _mm256_set1_ps(x); }  // softmax_exp_simd.h

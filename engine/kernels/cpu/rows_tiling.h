@@ -286,12 +286,23 @@ template <typename Isa, int NR, int MR, typename Block>
       out[static_cast<long>(m + b) * N + n + a] = Isa::reduce(acc[a][b]) + (kHasMin ? Isa::second(mins[a][b]) : 0.0f);
 }
 
-/// One block of NR weight rows against all M inputs; only the last tile prefetches rows ahead (kPrefetchRows).
+/**
+ * @brief One block of NR weight rows against all M inputs: tiles of
+ *        Isa::kMaxInputs inputs, the rest in tiles of 2, then 1.
+ *
+ * A tile of one input reads its weight rows for that input alone, so with
+ * kMaxInputs = 3 a remainder of one after a full tile is run as 2 + 2, not
+ * 3 + 1. Only the last tile prefetches rows ahead (kPrefetchRows).
+ */
 template <typename Isa, int NR, typename X, typename W>
 inline void column_block(float* out, const X* x, const W& w, int M, int N, int K, int n, bool prefetch) {
   constexpr int MR = Isa::kMaxInputs;
+  int full = M / MR;
+  if (MR == 3 && M % MR == 1 && full > 0) --full;
   int m = 0;
-  for (; m + MR <= M; m += MR) tile<Isa, NR, MR>(out, x, w, N, K, n, m, prefetch && m + MR >= M);
+  for (int t = 0; t < full; ++t, m += MR) tile<Isa, NR, MR>(out, x, w, N, K, n, m, prefetch && m + MR >= M);
+  if constexpr (MR > 2)
+    for (; m + 2 <= M; m += 2) tile<Isa, NR, 2>(out, x, w, N, K, n, m, prefetch && m + 2 >= M);
   for (; m < M; ++m) tile<Isa, NR, 1>(out, x, w, N, K, n, m, prefetch && m + 1 == M);
 }
 
