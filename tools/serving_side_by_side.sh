@@ -23,7 +23,7 @@
 #
 # Each point records `uptime` before it, and each server's peak resident memory.
 # Prints one Markdown table per mode: output tok/s, TTFT p50 and ITL p50 of both
-# servers (median over rounds), the ratio, the load average.
+# servers (median over rounds), the ratio of the medians and each round's ratio, the load average.
 #
 # Usage: tools/serving_side_by_side.sh [rounds]   (default 1)
 # Environment: TYPES (default "f32 bf16"; also q8_0 q4_1), STREAMS (default "1 4 16"),
@@ -134,14 +134,18 @@ print(f"\nStreaming chat, {isl} prompt tokens (aiperf's count), exactly {osl} ou
       " ratios servelab / llama-server (tok/s: higher is better; TTFT and ITL: lower is better).")
 for mode in modes:
     print(f"\n### {mode}: {what[mode]}\n")
-    print("| weights | streams | output tok/s servelab / llama-server | ratio | TTFT p50 [ms] | ITL p50 [ms] | load before |")
-    print("|---|---:|---|---:|---|---|---|")
+    # The servers alternate within a round, so each round's ratio compares runs minutes apart; the VM's speed
+    # drifts more than that between rounds, and the spread of these ratios says how far the median can be trusted.
+    print("| weights | streams | output tok/s servelab / llama-server | ratio | ratio per round | TTFT p50 [ms] |"
+          " ITL p50 [ms] | load before |")
+    print("|---|---:|---|---:|---|---|---|---|")
     for t in types:
         for c in streams:
             s = [point(r, mode, t, "servelab", c) for r in range(1, rounds + 1)]
             l = [point(r, mode, t, "llama", c) for r in range(1, rounds + 1)]
             f = lambda rows, i: med(x[i] for x in rows)
-            print(f"| {t} | {c} | {f(s, 0):.1f} / {f(l, 0):.1f} | {f(s, 0) / f(l, 0):.2f} | "
+            per_round = ", ".join(f"{a[0] / b[0]:.2f}" for a, b in zip(s, l))
+            print(f"| {t} | {c} | {f(s, 0):.1f} / {f(l, 0):.1f} | {f(s, 0) / f(l, 0):.2f} | {per_round} | "
                   f"{f(s, 1):,.0f} / {f(l, 1):,.0f} | {f(s, 2):.1f} / {f(l, 2):.1f} | "
                   f"{f(s, 3):.2f} / {f(l, 3):.2f} |")
 print("\nPeak resident memory [MB], servelab / llama-server (largest over rounds):\n")
