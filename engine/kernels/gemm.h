@@ -42,7 +42,8 @@ namespace servelab {
  * 2-vCPU Zen 3 VM on SmolLM2-135M's shapes (30 layers, 2 threads), the
  * 4 × 3 tiles of rows_avx2() take 0.5-0.7× oneDNN's (gemm:jit) time at 17-24
  * rows, f32 or bf16 weights, 0.75-0.8× at 32 rows with bf16 and 0.87-1.25×
- * (median 1.04) with f32, and are level with it at 48, so they keep M <= 32. In bf16 arithmetic (9728 × 896, one
+ * (median 1.04) with f32, and are level with it at 48, so they keep M <= 32.
+ * In bf16 arithmetic (9728 × 896, one
  * thread) the vdpbf16ps row kernel beats oneDNN's bf16 brgemm by 4× at 1-4
  * rows and 1.1× at 64 (153 against 137 GFLOP/s) and loses from 128 (149
  * against 166), so the same M <= 64 holds.
