@@ -15,7 +15,11 @@
  *   kernels shows as a low fraction; the GEMM path and the library's kernel
  *   name are printed beside it.
  * - one sampled token (BM_Sample) over SmolLM2's vocabulary at temperature 1,
- *   the OpenAI default a serving client gets when it sends none.
+ *   the OpenAI default a serving client gets when it sends none;
+ * - the layers' GEMMs at a batch of M rows (a step of M decodes, or a short
+ *   prefill) on the row kernels and on the library fast mode uses above
+ *   rows_kernel_max_m() (BM_BatchGemm): the table says whether the row
+ *   kernels are the faster of the two up to that size and the library above it.
  * The limits are measured between the timed iterations of each figure (the
  * median of those runs is reported), because this machine's bandwidth and
  * clock swing over minutes. The table is printed last.
@@ -24,6 +28,8 @@
  */
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -49,6 +55,8 @@ using namespace servelab;
 
 constexpr const char* kPreset = "qwen2.5-0.5b";
 constexpr int kPrompt = 512, kContext = 128;
+// Batch sizes for BM_BatchGemm: decode batches around the row kernels' limit (rows_kernel_max_m()).
+constexpr int kBatchRows[] = {4, 16, 24, 32, 48, 64, 128};
 
 // Weights are made once per dtype; models of different thread counts share them (tensors are shared views).
 const ModelWeights& weights(DType dtype) {
@@ -135,6 +143,37 @@ void BM_Sample(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(sampler.sample(logits));
 }
 
+// The layer matrices of the preset (no LM head) multiplied by M input rows, on the row kernels (path 0) or on
+// the library GEMM fast mode hands larger M to (path 1: oneDNN where built, else OpenBLAS). Where the two cross
+// is what rows_kernel_max_m() should be on this CPU.
+void BM_BatchGemm(benchmark::State& state) {
+  const DType dtype = dtype_of(state.range(0));
+  const int M = static_cast<int>(state.range(1));
+  const bool library = state.range(2) != 0;
+  ThreadPool pool(2);
+  const KernelContext ctx{.pool = &pool};
+  const ModelWeights& w = weights(dtype);
+  const ModelConfig config = preset(kPreset);
+  std::vector<float> x(static_cast<std::size_t>(M) * config.intermediate_size, 0.01f);
+  std::vector<float> out(static_cast<std::size_t>(M) * config.intermediate_size);
+  double flops = 0.0;
+  for (auto _ : state) {
+    flops = 0.0;
+    for (const LayerWeights& layer : w.layers)
+      for (const Tensor* t : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
+                              &layer.up_proj, &layer.down_proj}) {
+        if (!library)
+          matmul_rows(ctx, out.data(), x.data(), *t, M);
+        else if (dnnl_available())
+          matmul_dnnl(ctx, out.data(), x.data(), *t, M);
+        else
+          matmul_blas(ctx, out.data(), x.data(), *t, M);
+        flops += 2.0 * M * static_cast<double>(t->numel());
+      }
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // Keeps each run's counters so the summary table can set figures beside their limits.
 class Collector : public benchmark::ConsoleReporter {
  public:
@@ -173,6 +212,7 @@ void print_table(const Collector& c) {
     const std::string args = "/weights:" + std::to_string(w) + "/threads:" + std::to_string(threads) +
                              "/deterministic:" + std::to_string(deterministic) + ":";
     const double decode = get("BM_Decode" + args + "tok/s"), prefill = get("BM_Prefill" + args + "tok/s");
+    if (decode == 0.0 && prefill == 0.0) return;  // filtered out (--benchmark_filter)
     const double stream = get("BM_Decode" + args + "stream GB/s"), peak = get("BM_Prefill" + args + "peak GFLOP/s");
     const double gbs = decode * decode_weight_bytes(config, dtype_of(w)) / 1e9;
     const double gflops = prefill * (layer_matrix_flops + attn_per_token) / 1e9;
@@ -189,6 +229,27 @@ void print_table(const Collector& c) {
   for (int w : {kF32, kBf16, kBf16Math})
     for (int threads : {1, 2}) row(w, threads, 0);
   row(kF32, 2, 1);
+
+  // The crossover: below rows_kernel_max_m() the row kernels should win, above it the library.
+  ThreadPool pool(2);
+  const KernelContext fast{.pool = &pool};
+  std::printf("\n### The layers' GEMMs at a batch of M rows, 2 threads (GFLOP/s)\n\n");
+  std::printf("| weights | M | row kernels | %s | faster | fast mode takes | held |\n",
+              dnnl_available() ? "oneDNN" : "OpenBLAS");
+  std::printf("|---|---:|---:|---:|---|---|---|\n");
+  for (int w : {kF32, kBf16})
+    for (int M : kBatchRows) {
+      const std::string args = "/weights:" + std::to_string(w) + "/rows:" + std::to_string(M) + "/library:";
+      const double rows = get("BM_BatchGemm" + args + "0:GFLOP/s"), lib = get("BM_BatchGemm" + args + "1:GFLOP/s");
+      if (rows == 0.0 || lib == 0.0) continue;
+      const bool rows_faster = rows >= lib;
+      const bool takes_rows = matmul_path(fast, dtype_of(w), M) == GemmPath::Rows;
+      // Within 10% either choice is as good: the two runs are minutes apart on a machine whose speed drifts.
+      const bool held = takes_rows == rows_faster || std::abs(rows - lib) <= 0.1 * std::max(rows, lib);
+      std::printf("| %s | %d | %.0f | %.0f | %s | %s | %s |\n", weights_name(w), M, rows, lib,
+                  rows_faster ? "rows" : "library", takes_rows ? "rows" : "library",
+                  held ? "yes" : "no: rows_kernel_max_m() does not fit this CPU");
+    }
 }
 
 }  // namespace
@@ -203,6 +264,15 @@ void configurations(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Decode)->Apply(configurations)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Prefill)->Apply(configurations)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Sample)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_BatchGemm)
+    ->ArgNames({"weights", "rows", "library"})
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      for (int w : {kF32, kBf16})
+        for (int M : kBatchRows)
+          for (int library : {0, 1}) b->Args({w, M, library});
+    })
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);

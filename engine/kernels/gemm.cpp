@@ -28,7 +28,7 @@ DType checked_dtype(const Tensor& w) {
 constexpr int kRowBlock = 16;
 
 // Where the row kernels stop beating oneDNN (rows_kernel_max_m(), measured in gemm.h).
-constexpr int kRowsMaxMAvx512Dnnl = 64, kRowsMaxMAvx2Dnnl = 32;
+constexpr int kRowsMaxMDnnl = 64;
 
 // Runs fn(n0, n1) on the pool over blocks of kRowBlock weight rows.
 template <typename Fn>
@@ -119,7 +119,7 @@ void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Ten
 
 int rows_kernel_max_m(const KernelContext& ctx, DType weight_dtype) {
   const cpu::Isa isa = cpu::active_isa();
-  if (dnnl_available()) return isa == cpu::Isa::Avx512 ? kRowsMaxMAvx512Dnnl : kRowsMaxMAvx2Dnnl;
+  if (dnnl_available() && isa != cpu::Isa::Generic) return kRowsMaxMDnnl;
   switch (isa) {
     case cpu::Isa::Avx512: return 256;
     case cpu::Isa::Avx2: return 16;

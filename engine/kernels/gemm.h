@@ -41,8 +41,9 @@ namespace servelab {
  * 5-20% at 512, so the row kernels keep M <= 64. On AVX2, measured on a
  * 2-vCPU Zen 3 VM on SmolLM2-135M's shapes (30 layers, 2 threads), the
  * 4 × 3 tiles of rows_avx2() take 0.5-0.7× oneDNN's (gemm:jit) time at 17-24
- * rows, f32 or bf16 weights, 0.75-0.8× at 32 rows with bf16 and 0.87-1.25×
- * (median 1.04) with f32, and are level with it at 48, so they keep M <= 32.
+ * rows, f32 or bf16 weights, 0.8-0.9× at 48 rows and 0.9-1.0× at 64; at 96
+ * they win with f32 and lose with bf16 (1.09×), so they keep M <= 64 too
+ * (bench/cpu_speed_bench's BM_BatchGemm checks this on the qwen shapes).
  * In bf16 arithmetic (9728 × 896, one
  * thread) the vdpbf16ps row kernel beats oneDNN's bf16 brgemm by 4× at 1-4
  * rows and 1.1× at 64 (153 against 137 GFLOP/s) and loses from 128 (149
