@@ -65,11 +65,12 @@ python3 - "$out" "$streams" "$type" "$threads" <<'PY'
 import json, pathlib, re, statistics, sys
 out, streams, type_, threads = pathlib.Path(sys.argv[1]), [int(c) for c in sys.argv[2].split()], sys.argv[3], sys.argv[4]
 # First match wins: the pattern is searched in perf's line (library, then symbol). Without call
-# graphs a BLAS call is counted where its symbol is, so attention's per-head sgemms (lab 05's
-# kernels call OpenBLAS) count as GEMM; oneDNN's prefill GEMMs run as JIT code.
+# graphs a BLAS call is counted where its symbol is, so a prefill's attention sgemms (lab 05's
+# query tiles call OpenBLAS) count as GEMM; a decode's tiles run on tile_scores/tile_values
+# (kernels/cpu/attention_tile.h), attention. oneDNN's prefill GEMMs run as JIT code.
 groups = [
     ("GEMV/GEMM kernels (oneDNN's JIT, OpenBLAS)", r"\[JIT\]|rows_|tiling::|Int8Blocks|matmul|quantize_inputs|sgemm|sgemv|dgemm|dnnl|jit|gemm|kernel_[0-9]|dequantize|bf16_to|widen"),
-    ("attention (its own loops)", r"attention|softmax|flash|split_k|online"),
+    ("attention (its own loops)", r"attention|softmax|flash|split_k|online|tile_scores|tile_values"),
     ("norms, RoPE, SiLU, residual, embedding", r"rmsnorm|rope|silu|add_inplace|add_bias|embedding|memcpy|memmove"),
     ("thread pool (claiming, spinning, waking)", r"ThreadPool|run_claimed|worker_loop|parallel_for"),
     ("scheduler and KV manager", r"Scheduler|KVCacheManager|BlockPool|BlockTable|Engine::|schedule|allocate_slots|hash"),

@@ -15,7 +15,8 @@
  * reads back four times once it outgrows L2. The bottleneck left: K and V
  * are still read once per (query tile, head); GQA heads of one KV group do
  * not share the read (v4 does, for decode), and on the CPU the tile's
- * sgemms are small, so call overhead shows at short contexts.
+ * sgemms are small, so call overhead shows at short contexts (a decode's few
+ * rows therefore run on register kernels instead, cpu/attention_tile.h).
  * What it moves (attention_traffic()): per (query tile, head) Q and O once
  * and 2·keys·d floats of K and V, keys stopping at the tile's last query:
  * the paper's Θ(N²d²/M) with M the tile's share of fast memory.
@@ -36,6 +37,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_flash_tile.h"
 #include "kernels/attention_v5_paged.h"
+#include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/softmax_exp.h"
 #include "kernels/gemm.h"
 
@@ -54,12 +56,20 @@ void flash_add_key_tile(FlashRows& acc, const float* q, int ldq, const KVView& k
                         bool exact) {
   const int D = acc.head_dim, n = t1 - t0, ld = static_cast<int>(kv.row_stride);
   const std::size_t off = static_cast<std::size_t>(kvh) * D;
+  // A decode's few rows (a GQA group) on register kernels; a query tile's on sgemm (cpu/attention_tile.h).
+  const cpu::TileKernels few =
+      acc.rows <= cpu::kTileKernelMaxRows && !exact ? cpu::tile_kernels(cpu::active_isa()) : cpu::TileKernels{};
   // S_ij = q_i · k_j / sqrt(d) for the tile's keys (Algorithm 1, line 8).
   if (exact) {
     for (int r = 0; r < acc.rows; ++r)
       for (int j = 0; j < std::min(n, acc.visible[r] - t0); ++j)
         acc.s[static_cast<std::size_t>(r) * kFlashKeyTile + j] =
             dot(q + static_cast<std::size_t>(r) * ldq, kv.key(t0 + j) + off, D) * scale;
+  } else if (few.scores != nullptr) {
+    for_each_contiguous_run(kv, t0, n, [&](int t, int run) {
+      few.scores(acc.s.data() + (t - t0), kFlashKeyTile, q, ldq, acc.rows, kv.key(t) + off, kv.row_stride, run, D,
+                 scale);
+    });
   } else {
     for_each_contiguous_run(kv, t0, n, [&](int t, int run) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, acc.rows, run, D, scale, q, ldq, kv.key(t) + off, ld, 0.0f,
@@ -95,7 +105,12 @@ void flash_add_key_tile(FlashRows& acc, const float* q, int ldq, const KVView& k
     // END LAB05 SOLUTION
   }
   // Õ += P·V_tile (line 10), one sgemm per contiguous run of the tile.
-  if (!exact)
+  if (few.values != nullptr)
+    for_each_contiguous_run(kv, t0, n, [&](int t, int run) {
+      few.values(acc.o.data(), D, acc.s.data() + (t - t0), kFlashKeyTile, acc.rows, kv.value(t) + off, kv.row_stride,
+                 run, D);
+    });
+  else if (!exact)
     for_each_contiguous_run(kv, t0, n, [&](int t, int run) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, acc.rows, D, run, 1.0f, acc.s.data() + (t - t0),
                   kFlashKeyTile, kv.value(t) + off, ld, 1.0f, acc.o.data(), D);

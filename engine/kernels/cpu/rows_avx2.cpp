@@ -3,6 +3,8 @@
 // Intrinsics and plain loops only, for the same reason as rows_avx512.cpp.
 #include <immintrin.h>
 
+#include "kernels/cpu/attention_tile.h"
+#include "kernels/cpu/attention_tile_simd.h"
 #include "kernels/cpu/rows.h"
 #include "kernels/cpu/rows_int8_256.h"
 #include "kernels/cpu/rows_tiling.h"
@@ -75,5 +77,15 @@ void rows_avx2(float* out, const float* x, const void* w, DType w_dtype, int M, 
 }
 
 float exp_sum_avx2(float* p, int n, float max) { return tiling::exp_sum<Avx2>(p, n, max); }
+
+void tile_scores_avx2(float* s, int lds, const float* q, int ldq, int rows, const float* k, std::size_t ldk, int n,
+                      int D, float scale) {
+  tiling::tile_scores<Avx2>(s, lds, q, ldq, rows, k, ldk, n, D, scale);
+}
+
+void tile_values_avx2(float* o, int ldo, const float* p, int ldp, int rows, const float* v, std::size_t ldv, int n,
+                      int D) {
+  tiling::tile_values<Avx2>(o, ldo, p, ldp, rows, v, ldv, n, D);
+}
 
 }  // namespace servelab::cpu

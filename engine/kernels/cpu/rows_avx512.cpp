@@ -5,6 +5,8 @@
 // AVX-512 instantiations could be merged into code that runs on older CPUs.
 #include <immintrin.h>
 
+#include "kernels/cpu/attention_tile.h"
+#include "kernels/cpu/attention_tile_simd.h"
 #include "kernels/cpu/rows.h"
 #include "kernels/cpu/rows_tiling.h"
 #include "kernels/cpu/softmax_exp.h"
@@ -58,5 +60,15 @@ void rows_avx512(float* out, const float* x, const void* w, DType w_dtype, int M
 }
 
 float exp_sum_avx512(float* p, int n, float max) { return tiling::exp_sum<Avx512>(p, n, max); }
+
+void tile_scores_avx512(float* s, int lds, const float* q, int ldq, int rows, const float* k, std::size_t ldk, int n,
+                        int D, float scale) {
+  tiling::tile_scores<Avx512>(s, lds, q, ldq, rows, k, ldk, n, D, scale);
+}
+
+void tile_values_avx512(float* o, int ldo, const float* p, int ldp, int rows, const float* v, std::size_t ldv, int n,
+                        int D) {
+  tiling::tile_values<Avx512>(o, ldo, p, ldp, rows, v, ldv, n, D);
+}
 
 }  // namespace servelab::cpu

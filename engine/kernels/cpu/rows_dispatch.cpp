@@ -8,6 +8,7 @@
 
 #include "core/enum_names.h"
 #include "core/error.h"
+#include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/rows.h"
 #include "kernels/cpu/softmax_exp.h"
 
@@ -90,6 +91,14 @@ ExpSumKernel exp_sum_kernel(Isa isa) {
   if (isa == Isa::Avx2) return exp_sum_avx2;
 #endif
   return exp_sum_generic;
+}
+
+TileKernels tile_kernels(Isa isa) {
+#if defined(SERVELAB_X86_KERNELS)
+  if (isa == Isa::Avx512) return {tile_scores_avx512, tile_values_avx512};
+  if (isa == Isa::Avx2) return {tile_scores_avx2, tile_values_avx2};
+#endif
+  return {nullptr, nullptr};
 }
 
 Isa active_isa() {

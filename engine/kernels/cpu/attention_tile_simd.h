@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file attention_tile_simd.h
+ * @brief attention_tile.h's kernels written once over an instruction-set
+ *        policy (the one rows_tiling.h takes, plus `set1(x)` and
+ *        `store(p, v)`), instantiated in rows_avx2.cpp and rows_avx512.cpp.
+ */
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/cpu/rows_tiling.h"
+
+namespace servelab::cpu::tiling {
+
+/**
+ * @brief R query rows against the run's keys: a key row is loaded a vector at a time and multiplied into R
+ *        accumulators, so it is read once for the R rows (R independent FMA chains). TileScoresKernel's contract.
+ */
+template <typename Isa, int R>
+inline void scores_rows(float* s, int lds, const float* q, int ldq, const float* k, std::size_t ldk, int n, int D,
+                        float scale) {
+  constexpr int L = lanes<Isa, float>();
+  for (int j = 0; j < n; ++j) {
+    const float* kj = k + static_cast<std::size_t>(j) * ldk;
+    decltype(Isa::zero()) acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = Isa::zero();
+    int d = 0;
+    for (; d + L <= D; d += L) {
+      const auto kv = Isa::load(kj + d);
+      for (int r = 0; r < R; ++r) acc[r] = Isa::fma(acc[r], kv, Isa::load(q + r * ldq + d));
+    }
+    for (int r = 0; r < R; ++r) {
+      float sum = Isa::reduce(acc[r]);
+      for (int e = d; e < D; ++e) sum += q[r * ldq + e] * kj[e];
+      s[r * lds + j] = sum * scale;
+    }
+  }
+}
+
+/**
+ * @brief R accumulator rows, two vectors of D at a time (2R independent chains), over every value row of the
+ *        run. TileValuesKernel's contract.
+ */
+template <typename Isa, int R>
+inline void values_rows(float* o, int ldo, const float* p, int ldp, const float* v, std::size_t ldv, int n, int D) {
+  constexpr int L = lanes<Isa, float>();
+  int d = 0;
+  for (; d + 2 * L <= D; d += 2 * L) {
+    decltype(Isa::zero()) lo[R], hi[R];
+    for (int r = 0; r < R; ++r) {
+      lo[r] = Isa::load(o + r * ldo + d);
+      hi[r] = Isa::load(o + r * ldo + d + L);
+    }
+    for (int j = 0; j < n; ++j) {
+      const float* vj = v + static_cast<std::size_t>(j) * ldv + d;
+      const auto a = Isa::load(vj), b = Isa::load(vj + L);
+      for (int r = 0; r < R; ++r) {
+        const auto w = Isa::set1(p[r * ldp + j]);
+        lo[r] = Isa::fma(lo[r], a, w);
+        hi[r] = Isa::fma(hi[r], b, w);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      Isa::store(o + r * ldo + d, lo[r]);
+      Isa::store(o + r * ldo + d + L, hi[r]);
+    }
+  }
+  for (; d < D; ++d)  // a head width that is not a multiple of 2·lanes (none of the presets)
+    for (int r = 0; r < R; ++r) {
+      float acc = o[r * ldo + d];
+      for (int j = 0; j < n; ++j) acc += p[r * ldp + j] * v[static_cast<std::size_t>(j) * ldv + d];
+      o[r * ldo + d] = acc;
+    }
+}
+
+/// attention_tile.h's TileScoresKernel on policy Isa: the rows four at a time, then what is left.
+template <typename Isa>
+inline void tile_scores(float* s, int lds, const float* q, int ldq, int rows, const float* k, std::size_t ldk, int n,
+                        int D, float scale) {
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) scores_rows<Isa, 4>(s + r * lds, lds, q + r * ldq, ldq, k, ldk, n, D, scale);
+  switch (rows - r) {
+    case 3: scores_rows<Isa, 3>(s + r * lds, lds, q + r * ldq, ldq, k, ldk, n, D, scale); break;
+    case 2: scores_rows<Isa, 2>(s + r * lds, lds, q + r * ldq, ldq, k, ldk, n, D, scale); break;
+    case 1: scores_rows<Isa, 1>(s + r * lds, lds, q + r * ldq, ldq, k, ldk, n, D, scale); break;
+    default: break;
+  }
+}
+
+/// attention_tile.h's TileValuesKernel on policy Isa: the rows four at a time, then what is left.
+template <typename Isa>
+inline void tile_values(float* o, int ldo, const float* p, int ldp, int rows, const float* v, std::size_t ldv, int n,
+                        int D) {
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) values_rows<Isa, 4>(o + r * ldo, ldo, p + r * ldp, ldp, v, ldv, n, D);
+  switch (rows - r) {
+    case 3: values_rows<Isa, 3>(o + r * ldo, ldo, p + r * ldp, ldp, v, ldv, n, D); break;
+    case 2: values_rows<Isa, 2>(o + r * ldo, ldo, p + r * ldp, ldp, v, ldv, n, D); break;
+    case 1: values_rows<Isa, 1>(o + r * ldo, ldo, p + r * ldp, ldp, v, ldv, n, D); break;
+    default: break;
+  }
+}
+
+}  // namespace servelab::cpu::tiling
