@@ -2,6 +2,7 @@
 #include "kernels/ops.h"
 
 #include "core/thread_pool.h"
+#include "kernels/cpu/silu.h"
 #include "kernels/math/rmsnorm.h"
 #include "kernels/math/rope.h"
 
@@ -32,13 +33,10 @@ void rope(const KernelContext& ctx, float* x, const int* positions, int T, int n
 }
 
 void silu_mul(const KernelContext& ctx, float* out, const float* gate_up, int T, int F) {
+  // Deterministic mode keeps libm's expf (cpu/silu.h).
+  const cpu::SiluMulKernel kernel = cpu::silu_mul_kernel(ctx.deterministic ? cpu::Isa::Generic : cpu::active_isa());
   ctx.pool->parallel_for(static_cast<std::size_t>(T), [&](std::size_t t0, std::size_t t1) {
-    for (std::size_t t = t0; t < t1; ++t) {
-      const float* gate = gate_up + t * 2 * F;
-      const float* up = gate + F;
-      float* dst = out + t * F;
-      for (int i = 0; i < F; ++i) dst[i] = swiglu(gate[i], up[i]);
-    }
+    for (std::size_t t = t0; t < t1; ++t) kernel(out + t * F, gate_up + t * 2 * F, gate_up + t * 2 * F + F, F);
   });
 }
 

@@ -8,6 +8,7 @@
 #include "kernels/cpu/rows.h"
 #include "kernels/cpu/rows_int8_256.h"
 #include "kernels/cpu/rows_tiling.h"
+#include "kernels/cpu/silu.h"
 #include "kernels/cpu/softmax_exp.h"
 #include "kernels/cpu/softmax_exp_simd.h"
 
@@ -47,6 +48,7 @@ struct Avx2 {
   }
   static __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
   static __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+  static __m256 div(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }  // softmax_exp_simd.h
   static __m256 fma(__m256 acc, __m256 w, __m256 x) { return _mm256_fmadd_ps(w, x, acc); }
   static float widen(float v) { return v; }
   static float widen(std::uint16_t v) {
@@ -77,6 +79,8 @@ void rows_avx2(float* out, const float* x, const void* w, DType w_dtype, int M, 
 }
 
 float exp_sum_avx2(float* p, int n, float max) { return tiling::exp_sum<Avx2>(p, n, max); }
+
+void silu_mul_avx2(float* out, const float* gate, const float* up, int n) { tiling::silu_mul<Avx2>(out, gate, up, n); }
 
 void tile_scores_avx2(float* s, int lds, const float* q, int ldq, int rows, const float* k, std::size_t ldk, int n,
                       int D, float scale) {

@@ -9,6 +9,7 @@
 #include "kernels/cpu/attention_tile_simd.h"
 #include "kernels/cpu/rows.h"
 #include "kernels/cpu/rows_tiling.h"
+#include "kernels/cpu/silu.h"
 #include "kernels/cpu/softmax_exp.h"
 #include "kernels/cpu/softmax_exp_simd.h"
 
@@ -48,6 +49,7 @@ struct Avx512 {
   }
   static __m512 mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
   static __m512 add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
+  static __m512 div(__m512 a, __m512 b) { return _mm512_div_ps(a, b); }  // softmax_exp_simd.h
   static __mmask16 tail_mask(int count) { return static_cast<__mmask16>((1u << count) - 1); }
   static __m512 fma(__m512 acc, __m512 w, __m512 x) { return _mm512_fmadd_ps(w, x, acc); }
   static float reduce(__m512 v) { return _mm512_reduce_add_ps(v); }
@@ -60,6 +62,10 @@ void rows_avx512(float* out, const float* x, const void* w, DType w_dtype, int M
 }
 
 float exp_sum_avx512(float* p, int n, float max) { return tiling::exp_sum<Avx512>(p, n, max); }
+
+void silu_mul_avx512(float* out, const float* gate, const float* up, int n) {
+  tiling::silu_mul<Avx512>(out, gate, up, n);
+}
 
 void tile_scores_avx512(float* s, int lds, const float* q, int ldq, int rows, const float* k, std::size_t ldk, int n,
                         int D, float scale) {

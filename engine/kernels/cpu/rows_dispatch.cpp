@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/rows.h"
+#include "kernels/cpu/silu.h"
 #include "kernels/cpu/softmax_exp.h"
 
 namespace servelab::cpu {
@@ -91,6 +92,14 @@ ExpSumKernel exp_sum_kernel(Isa isa) {
   if (isa == Isa::Avx2) return exp_sum_avx2;
 #endif
   return exp_sum_generic;
+}
+
+SiluMulKernel silu_mul_kernel(Isa isa) {
+#if defined(SERVELAB_X86_KERNELS)
+  if (isa == Isa::Avx512) return silu_mul_avx512;
+  if (isa == Isa::Avx2) return silu_mul_avx2;
+#endif
+  return silu_mul_generic;
 }
 
 TileKernels tile_kernels(Isa isa) {

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Portable row kernel: eight interleaved partial sums, combined in a fixed tree; and the softmax
-// exponentials of softmax_exp.h with libm.
+// exponentials of softmax_exp.h and the SwiGLU gate of silu.h with libm.
 #include <cmath>
 #include <cstddef>
 
 #include "core/quant.h"
 #include "kernels/cpu/rows.h"
+#include "kernels/cpu/silu.h"
 #include "kernels/cpu/softmax_exp.h"
+#include "kernels/math/rmsnorm.h"
 
 namespace servelab::cpu {
 
@@ -67,6 +69,10 @@ float exp_sum_generic(float* p, int n, float max) {
   float sum = 0.0f;
   for (int j = 0; j < n; ++j) sum += (p[j] = std::exp(p[j] - max));
   return sum;
+}
+
+void silu_mul_generic(float* out, const float* gate, const float* up, int n) {
+  for (int i = 0; i < n; ++i) out[i] = swiglu(gate[i], up[i]);
 }
 
 }  // namespace servelab::cpu

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file softmax_exp_simd.h
- * @brief softmax_exp.h's kernel written once over an instruction-set policy
- *        (the one rows_tiling.h takes, plus `set1(x)`, `store(p, v)`,
- *        `max(a, b)`, `round(v)` to the nearest integer and `pow2(n)`, 2^n
- *        for integral n in [-126, 127]), instantiated in rows_avx2.cpp and
- *        rows_avx512.cpp.
+ * @brief softmax_exp.h's and silu.h's kernels written once over an
+ *        instruction-set policy (the one rows_tiling.h takes, plus `set1(x)`,
+ *        `store(p, v)`, `max(a, b)`, `div(a, b)`, `round(v)` to the nearest
+ *        integer and `pow2(n)`, 2^n for integral n in [-126, 127]),
+ *        instantiated in rows_avx2.cpp and rows_avx512.cpp.
  */
 #pragma once
 
@@ -51,6 +51,27 @@ inline float exp_sum(float* p, int n, float max) {
   float total = Isa::reduce(sum);
   for (; j < n; ++j) total += (p[j] = std::exp(p[j] - max));
   return total;
+}
+
+/**
+ * @brief silu.h's SiluMulKernel on policy Isa: whole vectors here, the n % lanes tail with libm.
+ *
+ * e^(−x) is exp_nonpositive() of −max(x, −87): its range reduction holds for
+ * exponents up to 87 as well (2^n with n ≤ 126), and a gate below −87 has
+ * silu within 10⁻³⁵ of 0 either way; above 87 the exponent clamps at −87 and
+ * x / (1 + e^−87) is x.
+ */
+template <typename Isa>
+inline void silu_mul(float* out, const float* gate, const float* up, int n) {
+  constexpr int L = lanes<Isa, float>();
+  const auto one = Isa::set1(1.0f), minus_one = Isa::set1(-1.0f), floor = Isa::set1(-87.0f);
+  int i = 0;
+  for (; i + L <= n; i += L) {
+    const auto x = Isa::load(gate + i);
+    const auto e = exp_nonpositive<Isa>(Isa::mul(Isa::max(x, floor), minus_one));
+    Isa::store(out + i, Isa::mul(Isa::div(x, Isa::add(one, e)), Isa::load(up + i)));
+  }
+  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
 }  // namespace servelab::cpu::tiling
