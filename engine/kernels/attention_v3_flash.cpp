@@ -104,7 +104,7 @@ void flash_add_key_tile(FlashRows& acc, const float* q, int ldq, const KVView& k
       }
     // END LAB05 SOLUTION
   }
-  // Õ += P·V_tile (line 10), one sgemm per contiguous run of the tile.
+  // Õ += P·V_tile (line 10), one product per contiguous run of the tile (register kernels or sgemm, as for S).
   if (few.values != nullptr)
     for_each_contiguous_run(kv, t0, n, [&](int t, int run) {
       few.values(acc.o.data(), D, acc.s.data() + (t - t0), kFlashKeyTile, acc.rows, kv.value(t) + off, kv.row_stride,
