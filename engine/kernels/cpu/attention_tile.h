@@ -63,7 +63,13 @@ struct TileKernels {
   TileValuesKernel values;  ///< Õ += P V
 };
 
-/// Most query rows a tile has for these kernels to beat sgemm (a GQA group of a decode, or two).
+/**
+ * @brief Most query rows a tile may have to run on these kernels; larger tiles go to sgemm.
+ *
+ * Measured at a decode's 3 rows only (SmolLM2-135M), where these kernels are faster; a prefill's 64-row query
+ * tiles were left on sgemm untimed. 16 covers a decode's GQA group on the presets (up to 7 rows) and a few
+ * tokens of a short chunk; where the two cross between 7 and 64 rows has not been measured.
+ */
 constexpr int kTileKernelMaxRows = 16;
 
 void tile_scores_avx2(float* s, int lds, const float* q, int ldq, int rows, const float* k, std::size_t ldk, int n,
