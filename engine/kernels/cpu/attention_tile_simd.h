@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include "kernels/cpu/rows_tiling.h"
 
@@ -74,32 +75,35 @@ inline void values_rows(float* o, int ldo, const float* p, int ldp, const float*
     }
 }
 
-/// attention_tile.h's TileScoresKernel on policy Isa: the rows four at a time, then what is left.
-template <typename Isa>
-inline void tile_scores(float* s, int lds, const float* q, int ldq, int rows, const float* k, std::size_t ldk, int n,
-                        int D, float scale) {
+/// Calls fn(r, std::integral_constant<int, R>{}) for the rows [r, r + R): R = 4 while four are left, then the 1-3 left.
+template <typename Fn>
+inline void by_four_rows(int rows, Fn fn) {
   int r = 0;
-  for (; r + 4 <= rows; r += 4) scores_rows<Isa, 4>(s + r * lds, lds, q + r * ldq, ldq, k, ldk, n, D, scale);
+  for (; r + 4 <= rows; r += 4) fn(r, std::integral_constant<int, 4>{});
   switch (rows - r) {
-    case 3: scores_rows<Isa, 3>(s + r * lds, lds, q + r * ldq, ldq, k, ldk, n, D, scale); break;
-    case 2: scores_rows<Isa, 2>(s + r * lds, lds, q + r * ldq, ldq, k, ldk, n, D, scale); break;
-    case 1: scores_rows<Isa, 1>(s + r * lds, lds, q + r * ldq, ldq, k, ldk, n, D, scale); break;
+    case 3: fn(r, std::integral_constant<int, 3>{}); break;
+    case 2: fn(r, std::integral_constant<int, 2>{}); break;
+    case 1: fn(r, std::integral_constant<int, 1>{}); break;
     default: break;
   }
 }
 
-/// attention_tile.h's TileValuesKernel on policy Isa: the rows four at a time, then what is left.
+/// attention_tile.h's TileScoresKernel on policy Isa.
+template <typename Isa>
+inline void tile_scores(float* s, int lds, const float* q, int ldq, int rows, const float* k, std::size_t ldk, int n,
+                        int D, float scale) {
+  by_four_rows(rows, [&](int r, auto R) {
+    scores_rows<Isa, decltype(R)::value>(s + r * lds, lds, q + r * ldq, ldq, k, ldk, n, D, scale);
+  });
+}
+
+/// attention_tile.h's TileValuesKernel on policy Isa.
 template <typename Isa>
 inline void tile_values(float* o, int ldo, const float* p, int ldp, int rows, const float* v, std::size_t ldv, int n,
                         int D) {
-  int r = 0;
-  for (; r + 4 <= rows; r += 4) values_rows<Isa, 4>(o + r * ldo, ldo, p + r * ldp, ldp, v, ldv, n, D);
-  switch (rows - r) {
-    case 3: values_rows<Isa, 3>(o + r * ldo, ldo, p + r * ldp, ldp, v, ldv, n, D); break;
-    case 2: values_rows<Isa, 2>(o + r * ldo, ldo, p + r * ldp, ldp, v, ldv, n, D); break;
-    case 1: values_rows<Isa, 1>(o + r * ldo, ldo, p + r * ldp, ldp, v, ldv, n, D); break;
-    default: break;
-  }
+  by_four_rows(rows, [&](int r, auto R) {
+    values_rows<Isa, decltype(R)::value>(o + r * ldo, ldo, p + r * ldp, ldp, v, ldv, n, D);
+  });
 }
 
 }  // namespace servelab::cpu::tiling
