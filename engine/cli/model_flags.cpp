@@ -28,6 +28,9 @@ void add_model_flags(CLI::App& app, ModelFlags& f, ModelFlagSet which) {
   app.add_option("--attention", f.attention, "attention kernels: naive, blocked or flash (lab 05)")
       ->capture_default_str();
   app.add_option("--threads", f.threads, "CPU threads, 0 = all cores")->capture_default_str();
+  app.add_flag("--no-huge-pages", f.no_huge_pages,
+               "leave the weights in the file mappings and heap blocks the load made, in 4 KiB pages, instead of "
+               "copying them into 2 MiB transparent huge pages");
   if (which.deterministic)
     app.add_flag("--deterministic", f.deterministic,
                  "batch-invariant reductions: a request's tokens do not depend on its batch");
@@ -40,6 +43,7 @@ ModelOptions model_options(const ModelFlags& f) {
   options.backend = parse_backend(f.backend, "--backend");
   options.num_threads = f.threads;
   options.deterministic = f.deterministic;
+  options.huge_pages = !f.no_huge_pages;
   options.attention = parse_attention_kind(f.attention, "--attention");
   apply_dtype_flag(f.dtype, "--dtype", options);
   return options;

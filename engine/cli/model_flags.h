@@ -30,6 +30,7 @@ struct ModelFlags {
   std::string dtype = "f32";          ///< --dtype: f32, bf16, q8_0, q4_0, q4_1 or gguf; -math for their own arithmetic
   std::string attention = "blocked";  ///< --attention: naive, blocked or flash
   int threads = 0;                    ///< --threads: CPU threads, 0 = all cores
+  bool no_huge_pages = false;         ///< --no-huge-pages: weights stay where the load put them
   bool deterministic = false;         ///< --deterministic: batch-invariant reductions
 };
 

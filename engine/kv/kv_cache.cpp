@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 
 namespace servelab {
 
@@ -86,10 +87,12 @@ void KVCache::import_blocks(std::span<const std::int32_t> block_ids, std::span<c
 
 HostKVCache::HostKVCache(const ModelConfig& config, int num_blocks, int block_size)
     : KVCache(config, num_blocks, block_size) {
-  const std::size_t floats = bytes_allocated() / 2 / sizeof(float);
-  k_.assign(floats, 0.0f);
-  v_.assign(floats, 0.0f);
-  set_storage(k_.data(), v_.data());
+  // Zero-filled by the kernel page by page as blocks are first written, so the process holds only the part of
+  // the budget its sequences have reached; 2 MiB pages, as the weights (core/huge_pages.h).
+  const std::size_t half = bytes_allocated() / 2;
+  k_ = allocate_huge_pages(half);
+  v_ = allocate_huge_pages(half);
+  set_storage(reinterpret_cast<float*>(k_.get()), reinterpret_cast<float*>(v_.get()));
 }
 
 void HostKVCache::copy_out(std::byte* dst, const float* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -131,7 +132,7 @@ class HostKVCache final : public KVCache {
   void copy_out(std::byte* dst, const float* src, std::size_t bytes) override;
   void copy_in(float* dst, const std::byte* src, std::size_t bytes) override;
 
-  std::vector<float> k_, v_;  // [num_layers][num_blocks][block_size][kv_dim]
+  std::shared_ptr<std::byte> k_, v_;  // f32 [num_layers][num_blocks][block_size][kv_dim]
 };
 
 /**

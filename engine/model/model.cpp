@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 #include "core/quant.h"
 #include "kernels/attention.h"
 #include "kernels/embedding.h"
@@ -106,6 +107,76 @@ Model::Model(ModelConfig config, ModelWeights weights, const ModelOptions& optio
     fused_.push_back(std::move(f));
     release_unused_mapped_pages(live_after(fused_.size()));
   }
+  if (options_.huge_pages) place_weights_in_huge_pages();
+}
+
+void Model::place_weights_in_huge_pages() {
+  const bool tied = weights_.lm_head.data == weights_.embed_tokens.data;
+  std::vector<Tensor*> order;  // what a step reads, in its order
+  for (std::size_t l = 0; l < fused_.size(); ++l) {
+    LayerWeights& w = weights_.layers[l];
+    FusedLayer& f = fused_[l];
+    for (Tensor* t : {&w.input_layernorm, &f.qkv_proj, &f.qkv_bias, &w.o_proj, &w.post_attention_layernorm,
+                      &f.gate_up_proj, &w.down_proj})
+      order.push_back(t);
+  }
+  const std::size_t per_layer = fused_.empty() ? 0 : order.size() / fused_.size();
+  order.push_back(&weights_.norm);
+  order.push_back(&weights_.lm_head);
+  if (!tied) order.push_back(&weights_.embed_tokens);
+  const auto slot = [](const Tensor& t) { return (t.nbytes() + 63) / 64 * 64; };  // 64-byte aligned rows
+  std::size_t total = 0;
+  for (const Tensor* t : order) total += t->empty() ? 0 : slot(*t);
+  if (total == 0) return;
+  const std::shared_ptr<std::byte> region = allocate_huge_pages(total);
+  constexpr std::size_t kSliceBytes = std::size_t{16} << 20;
+  std::size_t used = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    Tensor& t = *order[i];
+    // A file mapping's pages are dropped once no tensor still to be copied lies on them, and a large tensor
+    // (the LM head) is copied a slice of rows at a time, so the load never holds two copies of much.
+    std::vector<const Tensor*> unplaced(order.begin() + static_cast<std::ptrdiff_t>(i) + 1, order.end());
+    if (!t.empty()) {
+      const std::int64_t rows = t.shape.empty() ? 1 : t.shape[0];
+      const std::size_t row_bytes = t.nbytes() / static_cast<std::size_t>(rows);
+      const std::int64_t slice = std::max<std::int64_t>(1, static_cast<std::int64_t>(kSliceBytes / row_bytes));
+      for (std::int64_t r0 = 0; r0 < rows; r0 += slice) {
+        const std::int64_t r1 = std::min(rows, r0 + slice);
+        std::memcpy(region.get() + used + static_cast<std::size_t>(r0) * row_bytes,
+                    static_cast<const std::byte*>(t.data) + static_cast<std::size_t>(r0) * row_bytes,
+                    static_cast<std::size_t>(r1 - r0) * row_bytes);
+        if (r1 == rows) break;
+        const Tensor rest = t.rows(r1, rows);
+        unplaced.push_back(&rest);
+        release_unused_mapped_pages(unplaced);
+        unplaced.pop_back();
+      }
+      Tensor placed = t;
+      placed.data = region.get() + used;
+      placed.owner = region;
+      used += slot(t);
+      t = std::move(placed);
+    }
+    if (per_layer > 0 && i < fused_.size() * per_layer && i % per_layer == per_layer - 1) {
+      // The projections and biases are views into the stacks: point them at the copies, so that nothing
+      // holds the sources any more.
+      LayerWeights& w = weights_.layers[i / per_layer];
+      const FusedLayer& f = fused_[i / per_layer];
+      const std::int64_t q = w.q_proj.shape[0], kv = w.k_proj.shape[0], inter = w.gate_proj.shape[0];
+      w.q_proj = f.qkv_proj.rows(0, q);
+      w.k_proj = f.qkv_proj.rows(q, q + kv);
+      w.v_proj = f.qkv_proj.rows(q + kv, q + 2 * kv);
+      if (!f.qkv_bias.empty()) {
+        w.q_bias = f.qkv_bias.rows(0, q);
+        w.k_bias = f.qkv_bias.rows(q, q + kv);
+        w.v_bias = f.qkv_bias.rows(q + kv, q + 2 * kv);
+      }
+      w.gate_proj = f.gate_up_proj.rows(0, inter);
+      w.up_proj = f.gate_up_proj.rows(inter, 2 * inter);
+    }
+    release_unused_mapped_pages(unplaced);
+  }
+  if (tied) weights_.embed_tokens = weights_.lm_head;
 }
 
 Model::~Model() = default;

@@ -61,6 +61,9 @@ struct ModelOptions {
   /// Attention kernels (lab 05): BLOCKED is the engine before lab 05, FLASH tiles with the online softmax
   /// and splits long decodes across threads (kernels/attention.h).
   AttentionKind attention = AttentionKind::BLOCKED;
+  /// Copy the weights a CPU step reads into one region of 2 MiB transparent huge pages (core/huge_pages.h), in
+  /// the order a step reads them; false leaves them where the load put them (file mappings or the heap).
+  bool huge_pages = true;
 };
 
 /**
@@ -242,6 +245,8 @@ class Model {
     Tensor qkv_bias;      ///< [q_dim + 2 kv_dim] f32; empty without attention_bias
     Tensor gate_up_proj;  ///< [2 intermediate, hidden]: gate_proj, up_proj stacked
   };
+  /// Copies every weight the forward reads into one huge-page region (ModelOptions::huge_pages).
+  void place_weights_in_huge_pages();
   /// Activation buffers reused across steps; each grows to the largest batch seen.
   struct Workspace {
     enum Buffer { X, XN, QKV, Q, K, V, ATTN, GATE_UP, ACT, PROJ, COUNT };

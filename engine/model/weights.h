@@ -47,8 +47,9 @@ struct ModelWeights {
  * @brief Loads every tensor the config calls for from a checkpoint folder.
  *
  * Tensors already stored in the requested dtype are views into the
- * memory-mapped files (a bf16 checkpoint loaded as bf16 is never copied);
- * the others are converted once. A tied model's LM head is the embedding (an
+ * memory-mapped files (a bf16 checkpoint loaded as bf16 is not copied here;
+ * Model copies it once into huge pages unless ModelOptions::huge_pages is
+ * off); the others are converted once. A tied model's LM head is the embedding (an
  * `lm_head.weight` in the file, if any, is ignored as transformers does).
  * @param weight_dtype f32 or bf16, for the matrices and the embedding.
  * @throws Error naming the tensor and file when one is missing, has the wrong
