@@ -47,6 +47,14 @@ namespace servelab::cpu::tiling {
  * The price: weights that stay in cache (the `small` preset's 1.5-8 MB
  * matrices) ran 5-10% faster at batch 1 with the L1 prefetch; the kernels
  * are tuned for models that do not fit in cache.
+ *
+ * This is the distance in f32 rows: plain rows of 2-byte elements (bf16)
+ * fetch twice as many rows ahead, the same bytes (PlainRows::kRowsAhead).
+ * On a 2-vCPU Zen 3 (AVX2), weights in huge pages, bench BM_Decode of
+ * qwen2.5-0.5b, three alternating runs: bf16 16.8-17.3 tok/s with 16 rows
+ * ahead against 15.4-15.8 with 8 at one thread, 26.7-28.1 against 25.3-28.6
+ * at two; f32 with 16 rows ahead lost (15.3-16.2 against 16.7-20.8 at two
+ * threads), so it keeps 8.
  */
 inline constexpr int kPrefetchRows = 8;
 
@@ -86,6 +94,8 @@ struct PlainRows {
   int K;       ///< elements per row
   /// Elements between two prefetch points: every step.
   static constexpr int kPrefetchEvery = 1;
+  /// Rows ahead that a tile prefetches: kPrefetchRows' bytes, so twice the rows for bf16.
+  static constexpr int kRowsAhead = kPrefetchRows * static_cast<int>(sizeof(float) / sizeof(T));
   /// Consecutive lines fetched at a prefetch point of a step over @p step elements: kPrefetchesPerLine per line read.
   static constexpr int prefetch_lines(int step) {
     const int lines = kPrefetchesPerLine * step * static_cast<int>(sizeof(T)) / 64;
@@ -119,6 +129,8 @@ struct BlockRows {
   int K;           ///< elements per row, a multiple of 32
   /// Elements between two prefetches: 64, one or two 64-byte lines of blocks.
   static constexpr int kPrefetchEvery = 64;
+  /// Rows ahead that a tile prefetches (quantized rows were measured with kPrefetchRows only).
+  static constexpr int kRowsAhead = kPrefetchRows;
   /// One line at each prefetch point (quantized rows were not measured with more).
   static constexpr int prefetch_lines(int) { return 1; }
   /// Every row is whole blocks, and a vector step divides a block: no tail.
@@ -154,7 +166,7 @@ inline auto load_weights(BlockRef<BlockQ4_1> r) {
  * @brief One step of a tile at element @p k: acc[a][b] += weight row n + a times
  *        input row m + b, over lanes<Isa, X>() elements (those @p mask keeps, when given).
  *
- * With @p prefetch it also fetches, into L2, the weight rows kPrefetchRows ahead
+ * With @p prefetch it also fetches, into L2, the weight rows W::kRowsAhead ahead
  * at the same k.
  */
 template <typename Isa, int NR, int MR, typename Acc, typename X, typename W, typename... Mask>
@@ -163,7 +175,7 @@ inline void step(Acc (&acc)[NR][MR], const X* x, const W& w, int K, int n, int m
   for (int b = 0; b < MR; ++b) xv[b] = Isa::load(x + static_cast<long>(m + b) * K + k, mask...);
   for (int a = 0; a < NR; ++a) {
     if (prefetch) {
-      const char* ahead = static_cast<const char*>(w.address(n + a + kPrefetchRows, k));
+      const char* ahead = static_cast<const char*>(w.address(n + a + W::kRowsAhead, k));
       for (int line = 0; line < W::prefetch_lines(lanes<Isa, X>()); ++line)
         _mm_prefetch(ahead + 64 * line, _MM_HINT_T2);
     }
@@ -177,7 +189,7 @@ inline void step(Acc (&acc)[NR][MR], const X* x, const W& w, int K, int n, int m
  *        accumulator per dot product, K walked in the same order for every
  *        tile shape.
  *
- * `prefetch` says whether the rows kPrefetchRows ahead exist: they are
+ * `prefetch` says whether the rows W::kRowsAhead ahead exist: they are
  * fetched while this tile computes, because the hardware prefetcher alone
  * ramps up too slowly on rows of a few KB (kPrefetchesPerLine requests per
  * line of plain rows, one per line of blocks). The K % lanes() tail is a masked step
@@ -272,7 +284,8 @@ template <typename Isa, int NR, int MR, typename Block>
     for (int a = 0; a < NR; ++a) {
       const Block& wb = *w.at(n + a, kb * kQuantBlock).block;
       if (fetch)
-        _mm_prefetch(static_cast<const char*>(w.address(n + a + kPrefetchRows, kb * kQuantBlock)), _MM_HINT_T2);
+        _mm_prefetch(static_cast<const char*>(w.address(n + a + BlockRows<Block>::kRowsAhead, kb * kQuantBlock)),
+                     _MM_HINT_T2);
       const auto ws = Isa::weight_scales(wb);
       for (int b = 0; b < MR; ++b) {
         const auto scales = Isa::mul(ws, xs[b]);  // [d_w·d_x, m·s, ...]
@@ -292,7 +305,7 @@ template <typename Isa, int NR, int MR, typename Block>
  *
  * A tile of one input reads its weight rows for that input alone, so with
  * kMaxInputs = 3 a remainder of one after a full tile is run as 2 + 2, not
- * 3 + 1. Only the last tile prefetches rows ahead (kPrefetchRows).
+ * 3 + 1. Only the last tile prefetches rows ahead (W::kRowsAhead).
  */
 template <typename Isa, int NR, typename X, typename W>
 inline void column_block(float* out, const X* x, const W& w, int M, int N, int K, int n, bool prefetch) {
@@ -310,7 +323,7 @@ inline void column_block(float* out, const X* x, const W& w, int M, int N, int K
 template <typename Isa, typename X, typename W>
 inline void rows(float* out, const X* x, const W& w, int M, int N, int K, int n0, int n1) {
   int n = n0;
-  for (; n + 4 <= n1; n += 4) column_block<Isa, 4>(out, x, w, M, N, K, n, n + 4 + kPrefetchRows <= N);
+  for (; n + 4 <= n1; n += 4) column_block<Isa, 4>(out, x, w, M, N, K, n, n + 4 + W::kRowsAhead <= N);
   for (; n < n1; ++n) column_block<Isa, 1>(out, x, w, M, N, K, n, false);
 }
 
