@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cli/model_flags.h"
 
+#include <iomanip>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -52,8 +53,15 @@ ModelOptions model_options(const ModelFlags& f) {
 std::unique_ptr<Model> load_model(const ModelFlags& f, const ModelOptions& options) {
   std::cerr << "loading " << (f.model_dir.empty() ? "preset " + f.preset + " (synthetic weights)" : f.model_dir)
             << " ...\n";
-  return f.model_dir.empty() ? Model::from_preset(f.preset, f.weights_seed, options)
-                             : Model::from_pretrained(f.model_dir, options);
+  std::unique_ptr<Model> model = f.model_dir.empty() ? Model::from_preset(f.preset, f.weights_seed, options)
+                                                     : Model::from_pretrained(f.model_dir, options);
+  // Whether the kernel gave the weights huge pages is its choice (core/huge_pages.h): say what it chose.
+  if (const Model::WeightPlacement w = model->weight_placement(); w.bytes > 0)
+    std::cerr << "weights: " << std::fixed << std::setprecision(1) << static_cast<double>(w.bytes) / 1e6 << " MB, "
+              << static_cast<double>(w.huge_page_bytes) / 1e6
+              << " MB of them in 2 MiB pages (transparent huge pages; --no-huge-pages leaves them in place)\n"
+              << std::defaultfloat;
+  return model;
 }
 
 std::unique_ptr<Model> load_model(const ModelFlags& f) { return load_model(f, model_options(f)); }

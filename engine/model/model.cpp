@@ -129,6 +129,7 @@ void Model::place_weights_in_huge_pages() {
   for (const Tensor* t : order) total += t->empty() ? 0 : slot(*t);
   if (total == 0) return;
   const std::shared_ptr<std::byte> region = allocate_huge_pages(total);
+  placed_bytes_ = total;
   constexpr std::size_t kSliceBytes = std::size_t{16} << 20;
   std::size_t used = 0;
   for (std::size_t i = 0; i < order.size(); ++i) {
@@ -177,6 +178,12 @@ void Model::place_weights_in_huge_pages() {
     release_unused_mapped_pages(unplaced);
   }
   if (tied) weights_.embed_tokens = weights_.lm_head;
+}
+
+Model::WeightPlacement Model::weight_placement() const {
+  if (placed_bytes_ == 0) return {};
+  // smaps counts per mapping, and the kernel may merge the region with a neighbour advised the same way.
+  return {placed_bytes_, std::min(placed_bytes_, huge_page_bytes(weights_.lm_head.data))};
 }
 
 Model::~Model() = default;

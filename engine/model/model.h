@@ -106,6 +106,14 @@ class Model {
    *        is released once uploaded, and the device holds the only one.
    */
   const ModelWeights& weights() const { return weights_; }
+
+  /// Where the weights a CPU step reads lie (ModelOptions::huge_pages).
+  struct WeightPlacement {
+    std::size_t bytes = 0;            ///< size of the region they were copied into; 0 when not copied
+    std::size_t huge_page_bytes = 0;  ///< bytes of it the kernel backs with 2 MiB pages now (at most `bytes`)
+  };
+  /// The region's size and how much of it is in huge pages, read from /proc/self/smaps at the call.
+  WeightPlacement weight_placement() const;
   /// Options it runs with.
   const ModelOptions& options() const { return options_; }
   /// Threads its kernels run on (the caller's included).
@@ -264,6 +272,7 @@ class Model {
   KernelContext ctx_;
   std::vector<float> inv_freq_;  // [head_dim / 2] RoPE inverse frequencies
   std::vector<FusedLayer> fused_;
+  std::size_t placed_bytes_ = 0;  // size of the huge-page region the weights were copied into
   Workspace ws_;
   WorkCounter counter_;
   std::unique_ptr<ModelBackend> device_;  // set when the backend is CUDA: forward() runs there

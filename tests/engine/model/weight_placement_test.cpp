@@ -40,6 +40,10 @@ TEST_CASE("weights in huge pages: same logits to the bit / all in one region / v
       const std::vector<std::int32_t> prompt{1, 5, 9, 14, 3, 27, 8};
       CHECK(prompt_logits(*a, prompt) == prompt_logits(*b, prompt));
 
+      CHECK(a->weight_placement().bytes == 0);
+      const Model::WeightPlacement where = b->weight_placement();
+      CHECK(where.bytes >= b->weights().lm_head.nbytes());
+      CHECK(where.huge_page_bytes <= where.bytes);
       const ModelWeights& w = b->weights();
       const auto* begin = static_cast<const std::byte*>(w.layers[0].input_layernorm.data);
       CHECK(reinterpret_cast<std::uintptr_t>(begin) % kHugePageBytes == 0);  // the region's first tensor
