@@ -36,8 +36,10 @@ std::shared_ptr<std::byte> allocate_huge_pages(std::size_t bytes) {
   check(base != MAP_FAILED, "allocate_huge_pages: mmap of ", reserved, " bytes failed (", std::strerror(errno), ")");
   const auto b = reinterpret_cast<std::uintptr_t>(base);
   auto* aligned = reinterpret_cast<std::byte*>((b + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
-  // EINVAL where the kernel has no THP support: the memory then stays in ordinary pages, which is fine.
-  (void)::madvise(aligned, size, MADV_HUGEPAGE);
+  // Under one huge page (a test's or a lab's small KV cache) the advice would make each first touch fault in and
+  // zero a whole 2 MiB frame for a few KiB of data. EINVAL where the kernel has no THP support: the memory then
+  // stays in ordinary pages, which is fine.
+  if (bytes >= kHugePageBytes) (void)::madvise(aligned, size, MADV_HUGEPAGE);
   return std::shared_ptr<std::byte>(aligned, Unmap{base, reserved});
 }
 

@@ -30,7 +30,7 @@ inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 
 /**
  * @brief Zero-filled anonymous memory of @p bytes, starting on a 2 MiB
- *        boundary and advised for transparent huge pages.
+ *        boundary and, from one huge page up, advised for transparent huge pages.
  *
  * Pages are taken on first touch, so a caller that fills the memory front to
  * back holds only what it has filled so far. The memory is released

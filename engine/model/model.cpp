@@ -96,18 +96,27 @@ Model::Model(ModelConfig config, ModelWeights weights, const ModelOptions& optio
         for (Tensor* t : stack) *t = convert(*t, DType::F32, *pool_);
     FusedLayer f;
     f.qkv_proj = concat_rows({&w.q_proj, &w.k_proj, &w.v_proj});
-    const std::int64_t q = w.q_proj.shape[0], kv = w.k_proj.shape[0], inter = w.gate_proj.shape[0];
-    w.q_proj = f.qkv_proj.rows(0, q);
-    w.k_proj = f.qkv_proj.rows(q, q + kv);
-    w.v_proj = f.qkv_proj.rows(q + kv, q + 2 * kv);
     if (config_.attention_bias) f.qkv_bias = concat_rows({&w.q_bias, &w.k_bias, &w.v_bias});
     f.gate_up_proj = concat_rows({&w.gate_proj, &w.up_proj});
-    w.gate_proj = f.gate_up_proj.rows(0, inter);
-    w.up_proj = f.gate_up_proj.rows(inter, 2 * inter);
+    view_into_stacks(w, f);
     fused_.push_back(std::move(f));
     release_unused_mapped_pages(live_after(fused_.size()));
   }
   if (options_.huge_pages) place_weights_in_huge_pages();
+}
+
+void Model::view_into_stacks(LayerWeights& w, const FusedLayer& f) {
+  const std::int64_t q = w.q_proj.shape[0], kv = w.k_proj.shape[0], inter = w.gate_proj.shape[0];
+  w.q_proj = f.qkv_proj.rows(0, q);
+  w.k_proj = f.qkv_proj.rows(q, q + kv);
+  w.v_proj = f.qkv_proj.rows(q + kv, q + 2 * kv);
+  if (!f.qkv_bias.empty()) {
+    w.q_bias = f.qkv_bias.rows(0, q);
+    w.k_bias = f.qkv_bias.rows(q, q + kv);
+    w.v_bias = f.qkv_bias.rows(q + kv, q + 2 * kv);
+  }
+  w.gate_proj = f.gate_up_proj.rows(0, inter);
+  w.up_proj = f.gate_up_proj.rows(inter, 2 * inter);
 }
 
 void Model::place_weights_in_huge_pages() {
@@ -158,23 +167,9 @@ void Model::place_weights_in_huge_pages() {
       used += slot(t);
       t = std::move(placed);
     }
-    if (per_layer > 0 && i < fused_.size() * per_layer && i % per_layer == per_layer - 1) {
-      // The projections and biases are views into the stacks: point them at the copies, so that nothing
-      // holds the sources any more.
-      LayerWeights& w = weights_.layers[i / per_layer];
-      const FusedLayer& f = fused_[i / per_layer];
-      const std::int64_t q = w.q_proj.shape[0], kv = w.k_proj.shape[0], inter = w.gate_proj.shape[0];
-      w.q_proj = f.qkv_proj.rows(0, q);
-      w.k_proj = f.qkv_proj.rows(q, q + kv);
-      w.v_proj = f.qkv_proj.rows(q + kv, q + 2 * kv);
-      if (!f.qkv_bias.empty()) {
-        w.q_bias = f.qkv_bias.rows(0, q);
-        w.k_bias = f.qkv_bias.rows(q, q + kv);
-        w.v_bias = f.qkv_bias.rows(q + kv, q + 2 * kv);
-      }
-      w.gate_proj = f.gate_up_proj.rows(0, inter);
-      w.up_proj = f.gate_up_proj.rows(inter, 2 * inter);
-    }
+    // A layer's last tensor copied: its views move to the copies, so nothing holds the sources any more.
+    if (per_layer > 0 && i < fused_.size() * per_layer && i % per_layer == per_layer - 1)
+      view_into_stacks(weights_.layers[i / per_layer], fused_[i / per_layer]);
     release_unused_mapped_pages(unplaced);
   }
   if (tied) weights_.embed_tokens = weights_.lm_head;

@@ -253,6 +253,8 @@ class Model {
     Tensor qkv_bias;      ///< [q_dim + 2 kv_dim] f32; empty without attention_bias
     Tensor gate_up_proj;  ///< [2 intermediate, hidden]: gate_proj, up_proj stacked
   };
+  /// Makes @p w's q/k/v and gate/up projections (and q/k/v biases) views of their rows in @p f's stacks.
+  static void view_into_stacks(LayerWeights& w, const FusedLayer& f);
   /// Copies every weight the forward reads into one huge-page region (ModelOptions::huge_pages).
   void place_weights_in_huge_pages();
   /// Activation buffers reused across steps; each grows to the largest batch seen.
