@@ -3,8 +3,8 @@
 
 #include <sys/mman.h>
 
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
