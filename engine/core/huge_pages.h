@@ -14,8 +14,9 @@
  * Most distributions (Debian, Ubuntu) set
  * `/sys/kernel/mm/transparent_hugepage/enabled` to `madvise`: a process gets
  * huge pages only for the ranges it asks for with `madvise(MADV_HUGEPAGE)`,
- * which is what this does (as PyTorch's CPU allocator does with
- * `THP_MEM_ALLOC_ENABLE=1`). With `never`, or when the kernel finds no free
+ * which is what this does (as PyTorch's CPU allocator does for blocks of
+ * 2 MiB and more with `C10_THP_MEM_ALLOC_ENABLE=1`, `THP_MEM_ALLOC_ENABLE`
+ * in earlier releases). With `never`, or when the kernel finds no free
  * 2 MiB frame, the memory is ordinary pages and works the same, only slower.
  */
 #pragma once
