@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "core/error.h"
@@ -57,9 +56,9 @@ std::size_t huge_page_bytes(const void* p) {
                           std::from_chars(text + dash + 1, text + space, end, 16).ec == std::errc{};
       inside = parsed && begin <= addr && addr < end;
     } else if (inside && line.rfind("AnonHugePages:", 0) == 0) {
-      std::istringstream fields(line.substr(14));
+      const std::size_t digits = line.find_first_not_of(' ', 14);
       std::size_t kb = 0;
-      fields >> kb;
+      if (digits != std::string::npos) std::from_chars(line.data() + digits, line.data() + line.size(), kb);
       return kb * 1024;
     }
   }

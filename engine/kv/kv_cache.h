@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <vector>
 
 #include "config/model_config.h"
 #include "kv/kv_view.h"

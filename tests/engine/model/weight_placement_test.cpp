@@ -2,6 +2,7 @@
 // ModelOptions::huge_pages copies the weights into one huge-page region: the
 // same logits to the bit, every weight a step reads inside the region, and
 // the per-projection views pointing into the copied stacks.
+#include <algorithm>
 #include <cstdint>
 
 #include "core/huge_pages.h"
