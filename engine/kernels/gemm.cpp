@@ -95,6 +95,7 @@ void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Ten
   use_blas_inside_engine_threads();
   const int N = static_cast<int>(w.shape[0]), K = static_cast<int>(w.shape[1]);
   const DType dtype = checked_dtype(w);
+  const cpu::WidenKernel widen = cpu::widen_kernel(cpu::active_isa());
   for_row_blocks(ctx, N, [&](int n0, int n1) {
     if (dtype == DType::F32) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n1 - n0, K, 1.0f, x, K,
@@ -107,10 +108,14 @@ void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Ten
     scratch.resize(static_cast<std::size_t>(kTile) * K);
     for (int t0 = n0; t0 < n1; t0 += kTile) {
       const int rows = std::min(kTile, n1 - t0);
-      const std::size_t row_bytes = dtype_nbytes(dtype, K);
-      for (int r = 0; r < rows; ++r)
-        dequantize_row(dtype, w.as<const std::byte>() + (static_cast<std::size_t>(t0) + r) * row_bytes,
-                       scratch.data() + static_cast<std::size_t>(r) * K, K);
+      if (dtype_is_quantized(dtype)) {
+        widen(scratch.data(), w.data, dtype, K, t0, t0 + rows);
+      } else {
+        const std::size_t row_bytes = dtype_nbytes(dtype, K);
+        for (int r = 0; r < rows; ++r)
+          dequantize_row(dtype, w.as<const std::byte>() + (static_cast<std::size_t>(t0) + r) * row_bytes,
+                         scratch.data() + static_cast<std::size_t>(r) * K, K);
+      }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, rows, K, 1.0f, x, K, scratch.data(), K, 0.0f, out + t0,
                   N);
     }

@@ -98,6 +98,18 @@ void rows_int8_avx2(float* out, const BlockQ8Input* x, const void* w, DType w_dt
 void rows_int8_avx512_vnni(float* out, const BlockQ8Input* x, const void* w, DType w_dtype, int M, int N, int K, int n0,
                            int n1);  ///< AVX512_VNNI on 256-bit vectors: one vpdpbusd per block
 
+/**
+ * @brief Signature of the widening kernels: rows [n0, n1) of quantized weights
+ *        @p w ([N, K], Q8_0, Q4_0 or Q4_1 blocks; K a multiple of 32) as floats.
+ * @param out [n1 - n0, K] floats, each dequantize()'s value of its element.
+ */
+using WidenKernel = void (*)(float* out, const void* w, DType w_dtype, int K, int n0, int n1);
+
+void widen_generic(float* out, const void* w, DType w_dtype, int K, int n0,
+                   int n1);  ///< dequantize_row(), one row after another: the reference
+void widen_avx2(float* out, const void* w, DType w_dtype, int K, int n0, int n1);    ///< AVX2 + F16C, 8 at a time
+void widen_avx512(float* out, const void* w, DType w_dtype, int K, int n0, int n1);  ///< AVX-512F, 16 at a time
+
 /// Instruction sets a row kernel exists for, best first.
 enum class Isa { Avx512, Avx2, Generic };
 
@@ -107,6 +119,8 @@ const char* isa_name(Isa isa);
 bool isa_supported(Isa isa);
 /// The kernel for @p isa.
 RowsKernel rows_kernel(Isa isa);
+/// The widening kernel for @p isa.
+WidenKernel widen_kernel(Isa isa);
 /// True when this CPU has AVX512_VNNI (with AVX-512VL), which rows_int8_avx512_vnni() needs.
 bool vnni_supported();
 /// The integer-dot kernel for @p isa: with AVX-512, the VNNI kernel where the CPU has it, else AVX2's.

@@ -78,6 +78,10 @@ void rows_avx2(float* out, const float* x, const void* w, DType w_dtype, int M, 
   tiling::rows_any<Avx2>(out, x, w, w_dtype, M, N, K, n0, n1);
 }
 
+void widen_avx2(float* out, const void* w, DType w_dtype, int K, int n0, int n1) {
+  tiling::widen_any<Avx2>(out, w, w_dtype, K, n0, n1);
+}
+
 float exp_sum_avx2(float* p, int n, float max) { return tiling::exp_sum<Avx2>(p, n, max); }
 
 void silu_mul_avx2(float* out, const float* gate, const float* up, int n) { tiling::silu_mul<Avx2>(out, gate, up, n); }

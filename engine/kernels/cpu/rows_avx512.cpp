@@ -61,6 +61,10 @@ void rows_avx512(float* out, const float* x, const void* w, DType w_dtype, int M
   tiling::rows_any<Avx512>(out, x, w, w_dtype, M, N, K, n0, n1);
 }
 
+void widen_avx512(float* out, const void* w, DType w_dtype, int K, int n0, int n1) {
+  tiling::widen_any<Avx512>(out, w, w_dtype, K, n0, n1);
+}
+
 float exp_sum_avx512(float* p, int n, float max) { return tiling::exp_sum<Avx512>(p, n, max); }
 
 void silu_mul_avx512(float* out, const float* gate, const float* up, int n) {

@@ -86,6 +86,14 @@ RowsKernel rows_kernel(Isa isa) {
   return rows_generic;
 }
 
+WidenKernel widen_kernel(Isa isa) {
+#if defined(SERVELAB_X86_KERNELS)
+  if (isa == Isa::Avx512) return widen_avx512;
+  if (isa == Isa::Avx2) return widen_avx2;
+#endif
+  return widen_generic;
+}
+
 ExpSumKernel exp_sum_kernel(Isa isa) {
 #if defined(SERVELAB_X86_KERNELS)
   if (isa == Isa::Avx512) return exp_sum_avx512;

@@ -65,6 +65,12 @@ void rows_int8_generic(float* out, const BlockQ8Input* x, const void* w, DType w
   }
 }
 
+void widen_generic(float* out, const void* w, DType w_dtype, int K, int n0, int n1) {
+  const std::size_t row_bytes = dtype_nbytes(w_dtype, K);
+  for (int n = n0; n < n1; ++n, out += K)
+    dequantize_row(w_dtype, static_cast<const std::byte*>(w) + static_cast<std::size_t>(n) * row_bytes, out, K);
+}
+
 float exp_sum_generic(float* p, int n, float max) {
   float sum = 0.0f;
   for (int j = 0; j < n; ++j) sum += (p[j] = std::exp(p[j] - max));

@@ -11,7 +11,9 @@
 #include "core/quant.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "kernels/context.h"
 #include "kernels/cpu/rows.h"
+#include "kernels/gemm.h"
 #include "model/gguf.h"
 #include "model/model.h"
 #include "serve/generate.h"
@@ -95,6 +97,41 @@ TEST_CASE("row kernels on quantized weights equal them on the dequantized f32 we
         }
       }
     }
+  }
+}
+
+TEST_CASE("every instruction set's widening kernel gives dequantize_row()'s floats for its rows alone, bit for bit",
+          "[quant][gemm]") {
+  ThreadPool pool(1);
+  const int N = 13, K = 96, n0 = 2, n1 = 11;
+  const Tensor w32 = f32_matrix(test::random_floats(static_cast<std::size_t>(N) * K, 5), N, K);
+  for (DType d : kQuantized) {
+    const Tensor q = convert(w32, d, pool);
+    const Tensor dq = convert(q, DType::F32, pool);
+    for (cpu::Isa isa : {cpu::Isa::Avx512, cpu::Isa::Avx2, cpu::Isa::Generic}) {
+      if (!cpu::isa_supported(isa)) continue;
+      INFO(cpu::isa_name(isa) << " " << dtype_name(d));
+      std::vector<float> got(static_cast<std::size_t>(n1 - n0 + 1) * K, NAN);  // one row more: left untouched
+      cpu::widen_kernel(isa)(got.data(), q.data, d, K, n0, n1);
+      CHECK(std::memcmp(got.data(), dq.as<float>() + static_cast<std::size_t>(n0) * K,
+                        static_cast<std::size_t>(n1 - n0) * K * sizeof(float)) == 0);
+      CHECK(std::all_of(got.end() - K, got.end(), [](float v) { return std::isnan(v); }));
+    }
+  }
+}
+
+TEST_CASE("the BLAS path multiplies quantized weights as their dequantized f32 weights", "[quant][gemm]") {
+  ThreadPool pool(2);
+  const int M = 20, N = 150, K = 96;  // N spans several 64-row tiles and both threads
+  const Tensor w32 = f32_matrix(test::random_floats(static_cast<std::size_t>(N) * K, 6), N, K);
+  const auto x = test::random_floats(static_cast<std::size_t>(M) * K, 7);
+  for (DType d : kQuantized) {
+    INFO(dtype_name(d));
+    const Tensor q = convert(w32, d, pool);
+    std::vector<float> got(static_cast<std::size_t>(M) * N, NAN), want(got.size(), NAN);
+    matmul_blas(KernelContext{.pool = &pool}, got.data(), x.data(), q, M);
+    matmul_reference(want.data(), x.data(), convert(q, DType::F32, pool), M);
+    CHECK(test::all_close(got, std::vector<double>(want.begin(), want.end()), 1e-5 * std::sqrt(K), 1e-5));
   }
 }
 
