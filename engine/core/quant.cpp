@@ -90,7 +90,7 @@ void dequantize_row(DType dtype, const void* src, float* out, std::int64_t n) {
     case DType::BF16:
       for (std::int64_t k = 0; k < n; ++k) out[k] = bf16_to_f32(bits_at(src, k));
       return;
-    // A block at a time, so the loop over its 32 elements has no dtype switch in it (prefill widens tiles with it).
+    // A block at a time, so the loop over its 32 elements has no dtype switch in it (widen_generic() runs it).
     case DType::Q8_0: return dequantize_blocks(static_cast<const BlockQ8_0*>(src), out, n);
     case DType::Q4_0: return dequantize_blocks(static_cast<const BlockQ4_0*>(src), out, n);
     case DType::Q4_1: return dequantize_blocks(static_cast<const BlockQ4_1*>(src), out, n);

@@ -93,7 +93,8 @@ std::string matmul_kernel_name(const KernelContext& ctx, DType weight_dtype, int
  */
 std::string openblas_core_name();
 
-/// OpenBLAS path: each engine thread runs a single-threaded sgemm on its slice of W's rows.
+/// OpenBLAS path: each engine thread runs a single-threaded sgemm on its slice of W's rows (bf16 and
+/// quantized rows widened to f32 64 at a time, blocks by the instruction set's cpu::widen_kernel()).
 void matmul_blas(const KernelContext& ctx, float* out, const float* x, const Tensor& w, int M);
 
 /// The specification: a double loop with a plain running sum, one thread. Slow; for tests.
