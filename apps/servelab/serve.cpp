@@ -144,6 +144,12 @@ Command add_serve_command(CLI::App& app) {
                    "10x, or until --max-num-seqs are waiting) so a burst is prefilled together; 0 = step at once")
       ->capture_default_str()
       ->check(CLI::Range(0L, 1000000L));
+  command
+      ->add_option("--stream-interval-us", a->server.stream_interval_us,
+                   "hold a streamed reply's tokens until this long after the last write, then send them as one "
+                   "chunk (first and last tokens never wait); 0 = every step's tokens at once")
+      ->capture_default_str()
+      ->check(CLI::Range(0L, 1000000L));
   return {command, [a] { return run_serve(*a); }};
 }
 

@@ -155,14 +155,15 @@ void EngineLoop::gather_burst(std::unique_lock<std::mutex>& lock) {
   }
 }
 
-void EngineLoop::on_step(std::function<void()> listener) {
+void EngineLoop::on_step(std::function<void(bool)> listener) {
   std::lock_guard lock(mutex_);
   on_step_ = std::move(listener);
 }
 
 void EngineLoop::announce_step() {
   std::lock_guard lock(mutex_);
-  if (on_step_) on_step_();
+  if (on_step_) on_step_(news_);
+  news_ = false;
 }
 
 void EngineLoop::admit_pending() {
@@ -228,6 +229,7 @@ void EngineLoop::deliver(const std::vector<RequestOutput>& outputs) {
     const std::shared_ptr<RequestStream> s = *it;
     {
       std::lock_guard lock(s->mutex_);
+      news_ = news_ || s->tokens_.empty();
       s->tokens_.push_back(out.token);
       s->changed_.notify_all();
     }
@@ -240,6 +242,7 @@ void EngineLoop::deliver(const std::vector<RequestOutput>& outputs) {
 }
 
 void EngineLoop::end_streams() {
+  news_ = news_ || !ended_.empty();
   for (auto& [s, reason] : ended_) finish_stream(*s, reason);
   ended_.clear();
 }

@@ -13,6 +13,7 @@
  *  stream.next() ◄── RequestStream ◄────  each token → its stream; finished → metrics, release_request
  *   (waits on the stream's condition variable, with a timeout)
  *  SseWriter ◄──────── on_step() ◄──────  once per step: the streamed replies' writer takes every stream's news
+ *                                         (told whether a stream got its first token or ended)
  * @endverbatim
  * The Engine is single-threaded; only this thread touches it. Handlers see a
  * request through its RequestStream alone, and the metrics through a snapshot
@@ -127,9 +128,11 @@ class EngineLoop {
   /**
    * @brief Calls @p listener on the loop thread after every step (and after the shutdown's
    *        aborts), once that step's tokens are in their streams; empty removes it.
+   *        Its argument is true when some stream got its first token or ended in that step (what a
+   *        reader that batches the others must not hold back).
    *        It runs under the loop's lock: it must be quick and must not call back into this loop.
    */
-  void on_step(std::function<void()> listener);
+  void on_step(std::function<void(bool)> listener);
 
  private:
   void run();
@@ -142,7 +145,7 @@ class EngineLoop {
   void finish_stream(RequestStream& stream, FinishReason reason);
   void record_finished(const Request& request, FinishReason reason);
   void update_gauges();
-  void announce_step();
+  void announce_step();  // calls on_step_ with news_, and clears it
 
   Engine& engine_;
   const std::chrono::microseconds batch_wait_;
@@ -156,9 +159,10 @@ class EngineLoop {
   std::vector<Pending> pending_;  // submitted, not yet admitted
   // Loop thread only: the requests released this iteration, whose streams end_streams() finishes.
   std::vector<std::pair<std::shared_ptr<RequestStream>, FinishReason>> ended_;
+  bool news_ = false;  // loop thread only: a stream got its first token or ended since the last announce_step()
   bool stopping_ = false;
   bool wake_ = false;  // an abort or submit happened since the loop last looked
-  std::function<void()> on_step_;  // on_step()'s listener
+  std::function<void(bool)> on_step_;  // on_step()'s listener
   ServerMetrics metrics_;
   EngineLoopStats stats_;
   std::vector<std::shared_ptr<RequestStream>> active_;  // admitted and unfinished (loop thread only)

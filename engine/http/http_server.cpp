@@ -437,8 +437,9 @@ struct OpenAIServer::Impl {
         config(std::move(c)),
         http(config, error_object(503, "the server is serving its most connections (" +
                                            std::to_string(config.handler_threads) + ", --max-connections); retry later")
-                         .dump()) {
-    loop.on_step([this] { writer.notify(); });
+                         .dump()),
+        writer(std::chrono::seconds(5), std::chrono::microseconds(config.stream_interval_us)) {
+    loop.on_step([this](bool news) { writer.notify(news); });
   }
   ~Impl() { loop.on_step({}); }  // before the writer goes: the loop outlives the server
   Impl(const Impl&) = delete;

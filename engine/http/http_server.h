@@ -49,6 +49,7 @@ struct ServerConfig {
   int handler_threads = 128;  ///< --max-connections: connections served at once (each holds a thread); more get 503
   double request_read_timeout_s =
       10;  ///< --request-read-timeout: a whole request (headers and body) must arrive within it, seconds
+  long stream_interval_us = 0;     ///< --stream-interval-us: how long a reply's tokens wait after a write (SseWriter)
   Dashboard* dashboard = nullptr;  ///< serves GET /dashboard and its event stream when set (http/dashboard.h); borrowed
 };
 

@@ -19,15 +19,20 @@ namespace servelab {
 struct SseWriter::Entry {
   int fd;
   SseSource* source;
+  std::string held;     // events taken from the source, not yet framed: they wait for the stream interval
   std::string pending;  // framed chunks the socket has not taken yet, from byte `sent` on
   std::size_t sent = 0;
-  bool ended = false;  // the source gave its last events
+  bool started = false;  // the first events are framed (they never wait)
+  bool ended = false;    // the source gave its last events
   std::chrono::steady_clock::time_point last_progress;
   bool done = false, ok = false;  // under mutex_: the handler's answer
   std::condition_variable finished;  // the handler waits here: a reply's end wakes its own handler only
 };
 
-SseWriter::SseWriter(std::chrono::milliseconds stall_timeout) : stall_timeout_(stall_timeout) {
+SseWriter::SseWriter(std::chrono::milliseconds stall_timeout, std::chrono::microseconds stream_interval)
+    : stall_timeout_(stall_timeout), stream_interval_(stream_interval) {
+  check(stream_interval >= std::chrono::microseconds(0) && stream_interval <= std::chrono::seconds(1),
+        "--stream-interval-us must be in [0, 1000000], got ", stream_interval.count());
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   check(wake_fd_ >= 0, "SseWriter: eventfd failed (errno ", errno, ")");
   thread_ = std::thread([this] { run(); });
@@ -39,8 +44,13 @@ SseWriter::~SseWriter() {
   ::close(wake_fd_);
 }
 
-void SseWriter::notify() {
+void SseWriter::notify(bool urgent) {
   if (active_.load(std::memory_order_relaxed) == 0) return;  // nothing streams: no wake-up to pay for
+  // Before the interval has passed, a step's tokens wait in their sources: waking the writer for them
+  // would cost a context switch per step, the very cost the interval is there to share.
+  if (!urgent &&
+      std::chrono::steady_clock::now().time_since_epoch().count() < next_flush_.load(std::memory_order_relaxed))
+    return;
   wake();
 }
 
@@ -80,17 +90,20 @@ void SseWriter::finish(Entry& e, bool ok) {
   active_.fetch_sub(1);
 }
 
-bool SseWriter::service(Entry& e, std::chrono::steady_clock::time_point now) {
+bool SseWriter::service(Entry& e, std::chrono::steady_clock::time_point now, bool flush, bool& wrote_held) {
   if (!e.ended) {
     bool ended = false;
-    const std::string events = e.source->take_events(ended);
+    e.held += e.source->take_events(ended);
     e.ended = ended;
-    if (!events.empty() || ended) {
+    if ((!e.held.empty() && (flush || !e.started)) || ended) {
       if (e.pending.empty()) e.last_progress = now;  // a stall counts from when bytes start waiting
-      if (!events.empty()) {
+      if (!e.held.empty()) {
         char size[24];
-        const int len = std::snprintf(size, sizeof size, "%zx\r\n", events.size());
-        e.pending.append(size, static_cast<std::size_t>(len)).append(events).append("\r\n");
+        const int len = std::snprintf(size, sizeof size, "%zx\r\n", e.held.size());
+        e.pending.append(size, static_cast<std::size_t>(len)).append(e.held).append("\r\n");
+        e.held.clear();
+        wrote_held = wrote_held || e.started;
+        e.started = true;
       }
       // The body's last chunk goes out with the last events: the client has the whole reply, and can
       // send its next request, without waiting for the handler thread to be woken to write it.
@@ -124,12 +137,24 @@ bool SseWriter::service(Entry& e, std::chrono::steady_clock::time_point now) {
 void SseWriter::run() {
   std::vector<std::shared_ptr<Entry>> streaming;
   std::vector<pollfd> fds;
+  using clock = std::chrono::steady_clock;
+  auto next_flush = clock::now(), last_pass = next_flush;  // held events wait until next_flush
   for (;;) {
     fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
     for (const auto& e : streaming)
       if (!e->pending.empty()) fds.push_back({e->fd, POLLOUT, 0});
-    // The timeout bounds how late a stalled client is noticed when no step wakes the writer.
-    ::poll(fds.data(), fds.size(), 100);
+    // The timeout bounds how late a stalled client is noticed when no step wakes the writer. With an
+    // interval, held events (and tokens still in their sources) go out at the first step's end past
+    // next_flush, between two steps rather than in the middle of one, where the writer would take a
+    // core from a parallel loop; this timer sends them only when no step has come for another interval
+    // (a long prefill, a batch that went idle).
+    auto timeout = std::chrono::nanoseconds(std::chrono::milliseconds(100));
+    if (stream_interval_.count() > 0 && !streaming.empty())
+      timeout = std::clamp<std::chrono::nanoseconds>(std::max(next_flush, last_pass) + stream_interval_ - clock::now(),
+                                                     std::chrono::nanoseconds(0), timeout);
+    const timespec ts{static_cast<time_t>(timeout.count() / 1'000'000'000),
+                      static_cast<long>(timeout.count() % 1'000'000'000)};
+    ::ppoll(fds.data(), fds.size(), &ts, nullptr);
     std::uint64_t wakes;
     [[maybe_unused]] const ssize_t n = ::read(wake_fd_, &wakes, sizeof wakes);
     bool stopping;
@@ -143,8 +168,17 @@ void SseWriter::run() {
       for (const auto& e : streaming) finish(*e, false);
       return;
     }
-    const auto now = std::chrono::steady_clock::now();
-    std::erase_if(streaming, [&](const std::shared_ptr<Entry>& e) { return service(*e, now); });
+    const auto now = clock::now();
+    const bool flush = now >= next_flush;
+    bool wrote_held = false;
+    std::erase_if(streaming, [&](const std::shared_ptr<Entry>& e) { return service(*e, now, flush, wrote_held); });
+    last_pass = now;
+    // The interval runs from the last pass that wrote tokens past a reply's first: after a quiet spell
+    // (or a pass that only took new replies) the next step's tokens go out at once.
+    if (flush && wrote_held) {
+      next_flush = now + stream_interval_;
+      next_flush_.store(next_flush.time_since_epoch().count(), std::memory_order_relaxed);
+    }
   }
 }
 

@@ -4,7 +4,7 @@
  * @brief One thread that writes every streamed reply's SSE chunks, woken once
  *        per engine step instead of once per token per connection.
  * @verbatim
- *  engine loop: step ──► each token to its RequestStream ──► SseWriter::notify()   (one wake-up)
+ *  engine loop: step ──► each token to its RequestStream ──► SseWriter::notify()   (one wake-up, or none)
  *  writer thread: for every stream: new events ──► "len\r\n events \r\n" ──► send(MSG_DONTWAIT)
  *  handler thread: SseWriter::stream() sleeps until its reply is written whole (or the client left)
  * @endverbatim
@@ -14,6 +14,18 @@
  * engine. Here the handler thread still holds its connection (cpp-httplib's
  * model) but sleeps through the reply, and a client that reads slowly
  * gets its tokens coalesced into fewer, larger chunks.
+ *
+ * With a stream interval (`serve --stream-interval-us`, 0 by default) the
+ * writer also coalesces on purpose. After a pass that wrote, the steps that
+ * follow do not wake it (their tokens wait in their RequestStreams) until the
+ * interval has passed; the first step's end after that writes them all, each
+ * token still its own `data:` event but several to a chunk. A step that gives
+ * some reply its first token or ends one still wakes it at once: a reply's
+ * first and last events never wait. On a model whose step is longer than the
+ * interval nothing changes; on a tiny model whose steps take 2-3 ms, each
+ * wake-up, send() and the client's recv() are shared by several tokens
+ * (docs/serving.md, "A stream interval"). SGLang's `--stream-interval` trades
+ * the same way, counted in tokens.
  */
 #pragma once
 
@@ -53,8 +65,12 @@ class SseWriter {
    * @brief Starts the writer thread.
    * @param stall_timeout a client that takes none of a reply's waiting bytes for this long has gone
    *        away (the handler's write gave up after the same 5 s before this writer).
+   * @param stream_interval least time between two passes that write held events (0: write every
+   *        step's events at once); a reply's first and last events are written without waiting.
+   * @throws Error naming --stream-interval-us when @p stream_interval is outside [0, 1 s].
    */
-  explicit SseWriter(std::chrono::milliseconds stall_timeout = std::chrono::seconds(5));
+  explicit SseWriter(std::chrono::milliseconds stall_timeout = std::chrono::seconds(5),
+                     std::chrono::microseconds stream_interval = std::chrono::microseconds(0));
   /// stop(), then joins the thread.
   ~SseWriter();
   SseWriter(const SseWriter&) = delete;
@@ -71,8 +87,12 @@ class SseWriter {
    *         socket failed, or the writer was stopped.
    */
   bool stream(int fd, SseSource& source);
-  /// Something new may be waiting in some source: the engine loop calls this after each step.
-  void notify();
+  /**
+   * @brief Something new may be waiting in some source: the engine loop calls this after each step.
+   * @param urgent some reply got its first events or its last: with a stream interval, a step that is
+   *        not urgent wakes the writer only once the interval has passed (the tokens wait in their sources).
+   */
+  void notify(bool urgent = true);
   /// Fails every reply in progress and every later stream() call (the server is stopping). Idempotent.
   void stop();
 
@@ -81,14 +101,19 @@ class SseWriter {
   void run();
   void wake();  // one more count on wake_fd_: the writer's poll() returns
   // Takes new events, writes what the socket accepts; true when the entry is finished (ok or failed).
-  bool service(Entry& e, std::chrono::steady_clock::time_point now);
+  // @p flush: this pass writes held events (the interval has passed); @p wrote_held is set when it framed
+  // events past a reply's first.
+  bool service(Entry& e, std::chrono::steady_clock::time_point now, bool flush, bool& wrote_held);
   void finish(Entry& e, bool ok);
 
   const std::chrono::milliseconds stall_timeout_;
+  const std::chrono::microseconds stream_interval_;
   int wake_fd_ = -1;  // eventfd: notify() and stream() wake the writer's poll()
   std::mutex mutex_;  // guards added_, stopping_ and every Entry's done/ok
   std::vector<std::shared_ptr<Entry>> added_;  // registered, not yet taken by the writer
   bool stopping_ = false;
+  // When held events may go out (steady_clock ticks); written by the writer thread, read by notify().
+  std::atomic<std::chrono::steady_clock::rep> next_flush_{0};
   std::atomic<int> active_{0};  // replies registered and not finished: notify() is free at 0
   std::thread thread_;
 };

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The engine loop's wait for a burst (--batch-wait-us): requests that find the engine idle and arrive
 // close together are prefilled in one step; without the wait the first one steps alone; a full
-// batch does not wait; and a request's arrival is when it was submitted, not when the loop took it.
+// batch does not wait; a request's arrival is when it was submitted, not when the loop took it; and each
+// step tells its listener whether a stream started or ended.
 #include "http/engine_loop.h"
 
 #include <catch2/catch.hpp>
@@ -134,4 +135,24 @@ TEST_CASE("engine loop: a batch wait outside [0, 1 s] is refused by its flag's n
   Engine engine(*model, EngineConfig{});
   CHECK_THROWS_WITH(EngineLoop(engine, 2s), Catch::Contains("--batch-wait-us"));
   CHECK_THROWS_WITH(EngineLoop(engine, -1us), Catch::Contains("--batch-wait-us"));
+}
+
+TEST_CASE("engine loop: each step tells its listener whether a stream got its first token or ended", "[server]") {
+  // The SSE writer holds the other tokens back under a stream interval (http/sse_writer.h); these two it must not.
+  LoopUnderTest t(0us);
+  std::mutex mutex;
+  std::vector<bool> news;
+  t.loop->on_step([&](bool n) {
+    std::lock_guard lock(mutex);
+    news.push_back(n);
+  });
+  EngineRequest r;
+  r.prompt = {1, 2, 3, 4, 5, 6, 7, 8};
+  r.max_tokens = 4;
+  auto s = t.loop->submit(std::move(r));
+  REQUIRE(LoopUnderTest::wait_finished(*s));
+  t.loop->shutdown();  // announced once more, with nothing left to end
+  std::lock_guard lock(mutex);
+  // The prefill's token, two decodes, the last token, the shutdown.
+  CHECK(news == std::vector<bool>{true, false, false, true, false});
 }

@@ -70,7 +70,11 @@ httplib::Request streamed_completion(const json& prompt) {
 }  // namespace
 
 TEST_CASE("streamed text equals non-streamed text equals generate()", "[server]") {
-  LiveServer live;
+  // With a stream interval, several tokens' events share a chunk; each is still its own event.
+  ServerConfig config;
+  config.stream_interval_us = GENERATE(0L, 20000L);
+  CAPTURE(config.stream_interval_us);
+  LiveServer live(config);
   const std::string prompt = "Prefill and decode";
   const json request = {{"model", "tiny-chat"}, {"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}};
 

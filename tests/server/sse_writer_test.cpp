@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The SSE writer on a socket pair: HTTP chunk framing (the last chunk too), events that wait for a
-// slow reader coalesced, a reader that stops reading or closes dropped, and stop() ending every stream.
+// slow reader coalesced, a stream interval's held events, a reader that stops reading or closes dropped,
+// and stop() ending every stream.
 #include "http/sse_writer.h"
 
 #include <poll.h>
@@ -14,6 +15,8 @@
 #include <initializer_list>
 #include <mutex>
 #include <string>
+
+#include "core/error.h"
 
 using namespace servelab;
 using namespace std::chrono_literals;
@@ -71,6 +74,13 @@ struct SocketPair {
     }
     return got;
   }
+  // Reads until @p text has arrived, or until @p deadline has passed.
+  std::string read_until(const std::string& text, std::chrono::milliseconds deadline) const {
+    std::string got;
+    const auto until = std::chrono::steady_clock::now() + deadline;
+    while (got.find(text) == std::string::npos && std::chrono::steady_clock::now() < until) got += read_for(10ms);
+    return got;
+  }
 };
 
 // Undoes HTTP/1.1 chunked framing; REQUIREs that every chunk is well formed and that nothing follows
@@ -121,6 +131,50 @@ TEST_CASE("the SSE writer sends each step's events as one HTTP chunk and returns
   CHECK(unchunk(wire, chunks, ended) == "data: {\"a\":1}\n\ndata: {\"b\":2}\n\ndata: {\"c\":3}\n\ndata: [DONE]\n\n");
   CHECK(chunks == 3);  // b and c arrived in one step: one chunk
   CHECK(ended);        // the body's last chunk went with the last events (the handler writes nothing more)
+}
+
+TEST_CASE("with a stream interval, the SSE writer holds a reply's middle events and sends them as one chunk",
+          "[server]") {
+  // Long enough that a slow machine's scheduling delays (tens of ms) cannot move an event across it.
+  constexpr auto interval = 600ms;
+  SseWriter writer(5s, interval);
+  SocketPair sockets;
+  ScriptedSource source;
+  source.push({"data: a\n\n"});
+  auto done = std::async(std::launch::async, [&] { return writer.stream(sockets.server, source); });
+  std::string wire = sockets.read_for(100ms);
+  CHECK(wire.find("data: a") != std::string::npos);  // the first events never wait
+  source.push({"data: b\n\n"});
+  writer.notify();  // nothing written past a first event yet: goes at once, and the interval starts
+  wire += sockets.read_for(100ms);
+  CHECK(wire.find("data: b") != std::string::npos);
+  source.push({"data: c\n\n"});
+  writer.notify();
+  CHECK(sockets.read_for(100ms).empty());  // held: the interval has not passed
+  source.push({"data: d\n\n"});
+  writer.notify();
+  // No step comes: the writer's own timeout sends c and d together, at most two intervals after b.
+  wire += sockets.read_until("data: d", 3 * interval);
+  CHECK(wire.find("data: d") != std::string::npos);
+  source.push({"data: e\n\n", ""});
+  const auto last = std::chrono::steady_clock::now();
+  writer.notify();
+  REQUIRE(done.wait_for(2s) == std::future_status::ready);
+  CHECK(std::chrono::steady_clock::now() - last < interval / 2);  // the last events never wait
+  CHECK(done.get());
+  wire += sockets.read_for(50ms);
+  int chunks = 0;
+  bool ended = false;
+  CHECK(unchunk(wire, chunks, ended) == "data: a\n\ndata: b\n\ndata: c\n\ndata: d\n\ndata: e\n\n");
+  CHECK(chunks == 4);  // a | b | c d | e
+  CHECK(ended);
+}
+
+TEST_CASE("the SSE writer refuses a stream interval outside [0, 1 s], naming the flag", "[server]") {
+  CHECK_THROWS_WITH(SseWriter(5s, 1001ms),
+                    Catch::Contains("--stream-interval-us must be in [0, 1000000], got 1001000"));
+  CHECK_THROWS_WITH(SseWriter(5s, -1us), Catch::Contains("--stream-interval-us"));
+  CHECK_NOTHROW(SseWriter(5s, 1s));
 }
 
 TEST_CASE("the SSE writer drops a reader that stops reading, and one that closes, with false", "[server]") {
