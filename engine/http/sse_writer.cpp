@@ -138,7 +138,10 @@ void SseWriter::run() {
   std::vector<std::shared_ptr<Entry>> streaming;
   std::vector<pollfd> fds;
   using clock = std::chrono::steady_clock;
-  auto next_flush = clock::now(), last_pass = next_flush;  // held events wait until next_flush
+  const auto next_flush = [&] {
+    return clock::time_point(clock::duration(next_flush_.load(std::memory_order_relaxed)));
+  };
+  auto last_pass = clock::now();
   for (;;) {
     fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
     for (const auto& e : streaming)
@@ -150,8 +153,8 @@ void SseWriter::run() {
     // (a long prefill, a batch that went idle).
     auto timeout = std::chrono::nanoseconds(std::chrono::milliseconds(100));
     if (stream_interval_.count() > 0 && !streaming.empty())
-      timeout = std::clamp<std::chrono::nanoseconds>(std::max(next_flush, last_pass) + stream_interval_ - clock::now(),
-                                                     std::chrono::nanoseconds(0), timeout);
+      timeout = std::clamp<std::chrono::nanoseconds>(
+          std::max(next_flush(), last_pass) + stream_interval_ - clock::now(), std::chrono::nanoseconds(0), timeout);
     const timespec ts{static_cast<time_t>(timeout.count() / 1'000'000'000),
                       static_cast<long>(timeout.count() % 1'000'000'000)};
     ::ppoll(fds.data(), fds.size(), &ts, nullptr);
@@ -169,16 +172,14 @@ void SseWriter::run() {
       return;
     }
     const auto now = clock::now();
-    const bool flush = now >= next_flush;
+    const bool flush = now >= next_flush();
     bool wrote_held = false;
     std::erase_if(streaming, [&](const std::shared_ptr<Entry>& e) { return service(*e, now, flush, wrote_held); });
     last_pass = now;
     // The interval runs from the last pass that wrote tokens past a reply's first: after a quiet spell
     // (or a pass that only took new replies) the next step's tokens go out at once.
-    if (flush && wrote_held) {
-      next_flush = now + stream_interval_;
-      next_flush_.store(next_flush.time_since_epoch().count(), std::memory_order_relaxed);
-    }
+    if (flush && wrote_held)
+      next_flush_.store((now + stream_interval_).time_since_epoch().count(), std::memory_order_relaxed);
   }
 }
 

@@ -112,7 +112,7 @@ class SseWriter {
   std::mutex mutex_;  // guards added_, stopping_ and every Entry's done/ok
   std::vector<std::shared_ptr<Entry>> added_;  // registered, not yet taken by the writer
   bool stopping_ = false;
-  // When held events may go out (steady_clock ticks); written by the writer thread, read by notify().
+  // When held events may go out (steady_clock ticks; 0 = at once); written by the writer thread, read by notify() too.
   std::atomic<std::chrono::steady_clock::rep> next_flush_{0};
   std::atomic<int> active_{0};  // replies registered and not finished: notify() is free at 0
   std::thread thread_;
